@@ -1,0 +1,26 @@
+//! Server configuration: what `gpulab serve` can be told, with the defaults a learner on a
+//! laptop wants. Every field has a command-line flag and a `GPULAB_*` environment variable
+//! (see `server/main.rs`); tests build a [`Config`] directly.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+/// Settings for one running server.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// Address to listen on. `127.0.0.1:8000` by default, so a laptop does not expose the
+    /// course to its network; Docker sets `0.0.0.0:8000`.
+    pub addr: SocketAddr,
+    /// Where the course text comes from: `None` uses the copy embedded in the binary, a
+    /// folder overrides it (for authors editing lessons, and for tests with fixtures).
+    pub content_dir: Option<PathBuf>,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Self {
+            addr: SocketAddr::from(([127, 0, 0, 1], 8000)),
+            content_dir: None,
+        }
+    }
+}

@@ -1,0 +1,172 @@
+//! The `gpulab` command: parse the command line (flags and `GPULAB_*` environment
+//! variables), then serve the course or check its content. `serve` is the default.
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::Context;
+use clap::{Args, Parser, Subcommand};
+use gpulab::app::{AppState, serve};
+use gpulab::config::Config;
+use gpulab::course::{ContentSource, Course};
+use tracing_subscriber::EnvFilter;
+
+/// GPU Lab: a browser course on how GPUs behave under model training.
+///
+/// Run with no subcommand to serve the course on http://127.0.0.1:8000, then open that
+/// address in a browser. Works with or without an NVIDIA GPU.
+#[derive(Parser)]
+#[command(name = "gpulab", version, args_conflicts_with_subcommands = true)]
+struct Cli {
+    #[command(subcommand)]
+    command: Option<Command>,
+    #[command(flatten)]
+    serve: ServeArgs,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Serve the course over HTTP (the default when no subcommand is given).
+    ///
+    /// Logs go to standard error; set RUST_LOG (e.g. RUST_LOG=debug) for more detail.
+    /// Ctrl-C or SIGTERM stops the server gracefully.
+    Serve(ServeArgs),
+    /// Validate the course content and print each problem as `file:line: message`.
+    ///
+    /// Checks front matter, the lesson list, directives, code languages, math and every
+    /// internal link. Exits non-zero if anything is wrong.
+    Check(CheckArgs),
+}
+
+#[derive(Args, Clone)]
+struct ServeArgs {
+    /// Address and port to listen on. Use 0.0.0.0:8000 to accept other machines.
+    #[arg(long, env = "GPULAB_ADDR", default_value = "127.0.0.1:8000")]
+    addr: SocketAddr,
+    /// Serve lessons from this folder instead of the copy built into the binary
+    /// (useful while editing lessons; restart to pick up changes).
+    #[arg(long, env = "GPULAB_CONTENT", value_name = "DIR")]
+    content: Option<PathBuf>,
+}
+
+#[derive(Args)]
+struct CheckArgs {
+    /// Content folder to check. Defaults to ./content when it exists, else the copy
+    /// built into the binary.
+    #[arg(long, env = "GPULAB_CONTENT", value_name = "DIR")]
+    content: Option<PathBuf>,
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match cli.command {
+        Some(Command::Check(args)) => check(args),
+        Some(Command::Serve(args)) => run_server(args),
+        None => run_server(cli.serve),
+    }
+}
+
+fn check(args: CheckArgs) -> ExitCode {
+    let dir = args.content.or_else(|| {
+        let local = Path::new("content");
+        local
+            .join("course.toml")
+            .exists()
+            .then(|| local.to_path_buf())
+    });
+    let source = ContentSource::from_option(dir.as_deref());
+    match Course::load(&source) {
+        Ok(course) => {
+            for lesson in &course.lessons {
+                println!(
+                    "ok  {:>2}. {:<24} {:>5} words  {:>2} min  {} directives",
+                    lesson.number,
+                    lesson.slug,
+                    lesson.words,
+                    lesson.minutes,
+                    lesson.directives.len()
+                );
+            }
+            println!(
+                "{}: {} lessons, no problems",
+                source.display_path(""),
+                course.lessons.len()
+            );
+            ExitCode::SUCCESS
+        }
+        Err(problems) => {
+            for problem in &problems.0 {
+                eprintln!("{problem}");
+            }
+            eprintln!("{} problem(s) found", problems.0.len());
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run_server(args: ServeArgs) -> ExitCode {
+    tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_env_filter(
+            EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| EnvFilter::new("info,tower_http=info")),
+        )
+        .init();
+    match serve_until_signal(args) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            tracing::error!("{e:#}");
+            eprintln!("gpulab: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+#[tokio::main]
+async fn serve_until_signal(args: ServeArgs) -> anyhow::Result<()> {
+    let config = Config {
+        addr: args.addr,
+        content_dir: args.content,
+    };
+    let state =
+        AppState::new(config.clone()).context("cannot start: the course content is broken")?;
+    let listener = tokio::net::TcpListener::bind(config.addr)
+        .await
+        .with_context(|| format!("cannot listen on {}", config.addr))?;
+    tracing::info!(
+        "GPU Lab serving {} lessons on http://{}",
+        state.course.lessons.len(),
+        listener.local_addr()?
+    );
+    serve(listener, state, shutdown_signal()).await?;
+    tracing::info!("shut down cleanly");
+    Ok(())
+}
+
+async fn shutdown_signal() {
+    let ctrl_c = async {
+        if let Err(e) = tokio::signal::ctrl_c().await {
+            tracing::warn!("cannot listen for Ctrl-C: {e}");
+            std::future::pending::<()>().await;
+        }
+    };
+    #[cfg(unix)]
+    let terminate = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut signal) => {
+                signal.recv().await;
+            }
+            Err(e) => {
+                tracing::warn!("cannot listen for SIGTERM: {e}");
+                std::future::pending::<()>().await;
+            }
+        }
+    };
+    #[cfg(not(unix))]
+    let terminate = std::future::pending::<()>();
+    tokio::select! {
+        () = ctrl_c => tracing::info!("Ctrl-C received, shutting down"),
+        () = terminate => tracing::info!("SIGTERM received, shutting down"),
+    }
+}

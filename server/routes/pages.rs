@@ -1,0 +1,54 @@
+//! HTML pages: the course home, lessons, the about page and the 404 fallback. Lessons
+//! were rendered at start-up, so a lesson request only fills the page template.
+
+use askama::Template;
+use axum::extract::{OriginalUri, Path, State};
+use axum::response::Html;
+
+use crate::app::AppState;
+use crate::error::AppError;
+use crate::pages::{AboutPage, HomePage, LessonPage};
+
+/// `GET /`: the lesson list.
+pub async fn home(State(state): State<AppState>) -> Result<Html<String>, AppError> {
+    let page = HomePage {
+        layout: &state.layout,
+        course: &state.course,
+        total_minutes: state.course.lessons.iter().map(|l| l.minutes).sum(),
+    };
+    Ok(Html(page.render()?))
+}
+
+/// `GET /lessons/{slug}`: one lesson, or the 404 page.
+pub async fn lesson(
+    State(state): State<AppState>,
+    Path(slug): Path<String>,
+) -> Result<Html<String>, AppError> {
+    let (lesson, prev, next) = state
+        .course
+        .lesson(&slug)
+        .ok_or_else(|| AppError::NotFound(format!("/lessons/{slug}")))?;
+    let page = LessonPage {
+        layout: &state.layout,
+        lesson,
+        prev,
+        next,
+        total: state.course.lessons.len(),
+    };
+    Ok(Html(page.render()?))
+}
+
+/// `GET /about`: how to run GPU Lab and the hardware slot.
+pub async fn about(State(state): State<AppState>) -> Result<Html<String>, AppError> {
+    let page = AboutPage {
+        layout: &state.layout,
+        lesson_count: state.course.lessons.len(),
+        version: env!("CARGO_PKG_VERSION"),
+    };
+    Ok(Html(page.render()?))
+}
+
+/// Any other path: the 404 page.
+pub async fn not_found(OriginalUri(uri): OriginalUri) -> AppError {
+    AppError::NotFound(uri.path().to_string())
+}

@@ -1,0 +1,76 @@
+//! The real `gpulab` binary: help text, and a graceful exit on SIGTERM.
+
+use std::io::{BufRead, BufReader};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+#[test]
+fn help_explains_serve_and_check() {
+    let output = Command::new(env!("CARGO_BIN_EXE_gpulab"))
+        .arg("--help")
+        .output()
+        .unwrap();
+    assert!(output.status.success());
+    let help = String::from_utf8_lossy(&output.stdout);
+    for word in ["serve", "check", "--addr", "GPULAB_ADDR"] {
+        assert!(help.contains(word), "help lacks {word}:\n{help}");
+    }
+}
+
+#[cfg(unix)]
+#[test]
+fn sigterm_shuts_the_server_down_cleanly() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_gpulab"))
+        .args(["--addr", &format!("127.0.0.1:{port}")])
+        .env("RUST_LOG", "info")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+    let started = lines
+        .by_ref()
+        .map_while(Result::ok)
+        .any(|l| l.contains("serving"));
+    assert!(started, "server did not report that it is serving");
+    let body = raw_http::get_home(port);
+    assert!(body.contains("GPU Lab"));
+    let status = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        if let Some(code) = child.try_wait().unwrap() {
+            assert!(code.success(), "exit status {code}");
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "server did not exit within 10 s of SIGTERM"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+mod raw_http {
+    /// A tiny blocking GET over a std TCP stream, so this test needs no async runtime.
+    pub fn get_home(port: u16) -> String {
+        use std::io::{Read, Write};
+        let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+        write!(
+            stream,
+            "GET / HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n"
+        )
+        .unwrap();
+        let mut response = String::new();
+        stream.read_to_string(&mut response).unwrap();
+        response
+    }
+}

@@ -1,0 +1,8 @@
+//! The one integration-test binary. Each module spawns the real app (or the real
+//! `gpulab` binary) and checks it from the outside, the way a browser or author would.
+
+mod cli;
+mod content;
+mod http;
+mod nojs;
+mod support;
