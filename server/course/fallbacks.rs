@@ -85,7 +85,7 @@ pub fn amdahl_speedup(p: f64, n: f64) -> f64 {
 
 pub(super) fn amdahl(params: &Params) -> String {
     let p = num(params, "p", 0.95);
-    let rows: Vec<Vec<String>> = [1.0, 2.0, 8.0, 64.0, 1024.0, 1_000_000.0]
+    let rows: Vec<Vec<String>> = [1.0, 2.0, 8.0, 64.0, 1024.0, 10_000.0]
         .iter()
         .map(|&n| vec![thousands(n), format!("{:.2}×", amdahl_speedup(p, n))])
         .collect();

@@ -1,0 +1,451 @@
+//! Quizzes: `quiz.toml` beside each lesson and `final-exam/quiz.toml`, parsed and checked
+//! at start-up, and scored on the server. The answer key never leaves this module except
+//! through [`Graded`] results, which are only built after an attempt is submitted.
+//!
+//! Scoring rules: single choice is right when the one correct option is picked; multiple
+//! choice is all-or-nothing (every correct option and no wrong one); numeric is right
+//! when the answer is within the question's absolute tolerance. A quiz is passed when the
+//! score is strictly greater than 75%.
+
+use std::collections::{BTreeSet, HashSet};
+
+use serde::{Deserialize, Serialize};
+
+use super::problem::{LineIndex, Problem};
+
+/// One quiz: a lesson's or the final exam.
+#[derive(Debug, Clone)]
+pub struct Quiz {
+    /// The lesson slug, or `final-exam`.
+    pub id: String,
+    /// Questions in display order.
+    pub questions: Vec<Question>,
+}
+
+/// One question with its key.
+#[derive(Debug, Clone)]
+pub struct Question {
+    /// Unique within its quiz.
+    pub id: String,
+    /// The question text.
+    pub prompt: String,
+    /// Why the right answer is right; shown after submission only.
+    pub explanation: String,
+    /// The kind, with options and key.
+    pub kind: QuestionKind,
+}
+
+/// What kind of answer a question takes, with its key.
+#[derive(Debug, Clone)]
+pub enum QuestionKind {
+    /// Pick one option; `correct` is its index.
+    Single {
+        /// Option texts.
+        options: Vec<String>,
+        /// Index of the correct option.
+        correct: usize,
+    },
+    /// Pick every correct option (all-or-nothing).
+    Multiple {
+        /// Option texts.
+        options: Vec<String>,
+        /// Indexes of the correct options.
+        correct: BTreeSet<usize>,
+    },
+    /// Type a number; right within `tolerance` of `answer`.
+    Numeric {
+        /// The exact value.
+        answer: f64,
+        /// Absolute tolerance accepted either side.
+        tolerance: f64,
+        /// Unit shown beside the input.
+        unit: String,
+    },
+}
+
+/// A student's answer to one question.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum Answer {
+    /// One option index (single choice).
+    Choice(usize),
+    /// Option indexes (multiple choice).
+    Choices(Vec<usize>),
+    /// A number (numeric).
+    Number(f64),
+}
+
+/// Share of correct answers needed to pass, exclusive: the score must be above it.
+pub const PASS_MARK_PERCENT: u32 = 75;
+
+/// Whether `correct` out of `total` passes: strictly more than 75%.
+pub fn passed(correct: usize, total: usize) -> bool {
+    total > 0 && correct * 100 > total * PASS_MARK_PERCENT as usize
+}
+
+impl Question {
+    /// Options for choice questions; empty for numeric.
+    pub fn options(&self) -> &[String] {
+        match &self.kind {
+            QuestionKind::Single { options, .. } | QuestionKind::Multiple { options, .. } => options,
+            QuestionKind::Numeric { .. } => &[],
+        }
+    }
+
+    /// `single`, `multiple` or `numeric`.
+    pub fn kind_name(&self) -> &'static str {
+        match self.kind {
+            QuestionKind::Single { .. } => "single",
+            QuestionKind::Multiple { .. } => "multiple",
+            QuestionKind::Numeric { .. } => "numeric",
+        }
+    }
+
+    /// Checks that `answer` has the right shape for this question.
+    pub fn validate(&self, answer: &Answer) -> Result<(), String> {
+        let n = self.options().len();
+        match (&self.kind, answer) {
+            (QuestionKind::Single { .. }, Answer::Choice(i)) if *i < n => Ok(()),
+            (QuestionKind::Multiple { .. }, Answer::Choices(is)) if is.iter().all(|i| *i < n) => {
+                if is.iter().collect::<HashSet<_>>().len() == is.len() {
+                    Ok(())
+                } else {
+                    Err(format!("question `{}`: an option is picked twice", self.id))
+                }
+            }
+            (QuestionKind::Multiple { .. }, Answer::Choice(i)) if *i < n => Ok(()),
+            (QuestionKind::Numeric { .. }, Answer::Number(x)) if x.is_finite() => Ok(()),
+            (QuestionKind::Numeric { .. }, Answer::Choice(_)) => Ok(()),
+            (QuestionKind::Single { .. }, _) => Err(format!("question `{}` takes one option index from 0 to {}", self.id, n.saturating_sub(1))),
+            (QuestionKind::Multiple { .. }, _) => Err(format!("question `{}` takes a list of option indexes from 0 to {}", self.id, n.saturating_sub(1))),
+            (QuestionKind::Numeric { .. }, _) => Err(format!("question `{}` takes a finite number", self.id)),
+        }
+    }
+
+    /// Whether `answer` is right. Call [`Question::validate`] first.
+    pub fn is_correct(&self, answer: &Answer) -> bool {
+        match (&self.kind, answer) {
+            (QuestionKind::Single { correct, .. }, Answer::Choice(i)) => i == correct,
+            (QuestionKind::Multiple { correct, .. }, Answer::Choices(is)) => {
+                is.iter().copied().collect::<BTreeSet<_>>() == *correct
+            }
+            (QuestionKind::Multiple { correct, .. }, Answer::Choice(i)) => correct.len() == 1 && correct.contains(i),
+            (QuestionKind::Numeric { answer, tolerance, .. }, given) => {
+                let given = match given {
+                    Answer::Number(x) => *x,
+                    Answer::Choice(i) => *i as f64,
+                    Answer::Choices(_) => return false,
+                };
+                // Decimal inputs like 14.95 are not exact in binary: allow a hair of slack
+                // so a value exactly on the tolerance edge counts as inside it.
+                let slack = 1e-9 * answer.abs().max(1.0);
+                (given - answer).abs() <= tolerance + slack
+            }
+            _ => false,
+        }
+    }
+}
+
+/// The result of one submitted attempt.
+#[derive(Debug, Clone, Serialize)]
+pub struct Graded {
+    /// Questions answered correctly.
+    pub correct: usize,
+    /// Questions in the quiz.
+    pub total: usize,
+    /// Score in percent, rounded down to one decimal.
+    pub percent: f64,
+    /// Strictly above 75%.
+    pub passed: bool,
+    /// Per question, in quiz order.
+    pub questions: Vec<GradedQuestion>,
+}
+
+/// One question's outcome, with the explanation (only ever sent after submission).
+#[derive(Debug, Clone, Serialize)]
+pub struct GradedQuestion {
+    /// The question id.
+    pub id: String,
+    /// Whether the answer was right.
+    pub correct: bool,
+    /// The student's answer, if any.
+    pub given: Option<Answer>,
+    /// The right answer in words.
+    pub expected: String,
+    /// Why.
+    pub explanation: String,
+}
+
+impl Quiz {
+    /// The question with `id`.
+    pub fn question(&self, id: &str) -> Option<&Question> {
+        self.questions.iter().find(|q| q.id == id)
+    }
+
+    /// Grades a complete set of answers: `answers[i]` answers `questions[i]`.
+    pub fn grade(&self, answers: &[Answer]) -> Graded {
+        let questions: Vec<GradedQuestion> = self
+            .questions
+            .iter()
+            .zip(answers)
+            .map(|(q, a)| GradedQuestion {
+                id: q.id.clone(),
+                correct: q.is_correct(a),
+                given: Some(a.clone()),
+                expected: q.expected_text(),
+                explanation: q.explanation.clone(),
+            })
+            .collect();
+        let correct = questions.iter().filter(|q| q.correct).count();
+        let total = self.questions.len();
+        Graded {
+            correct,
+            total,
+            percent: (correct as f64 * 1000.0 / total.max(1) as f64).floor() / 10.0,
+            passed: passed(correct, total),
+            questions,
+        }
+    }
+}
+
+impl Question {
+    /// The right answer, in words, for the results page.
+    pub fn expected_text(&self) -> String {
+        match &self.kind {
+            QuestionKind::Single { options, correct } => options[*correct].clone(),
+            QuestionKind::Multiple { options, correct } => {
+                correct.iter().map(|i| options[*i].as_str()).collect::<Vec<_>>().join("; ")
+            }
+            QuestionKind::Numeric { answer, tolerance, unit } => format!("{answer} {unit} (± {tolerance})"),
+        }
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawQuiz {
+    #[serde(rename = "question", default)]
+    questions: Vec<RawQuestion>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawQuestion {
+    id: toml::Spanned<String>,
+    kind: String,
+    prompt: String,
+    explanation: Option<String>,
+    #[serde(rename = "option", default)]
+    options: Vec<RawOption>,
+    answer: Option<f64>,
+    tolerance: Option<f64>,
+    unit: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawOption {
+    text: String,
+    #[serde(default)]
+    correct: bool,
+}
+
+/// Parses and checks a quiz file; every problem is reported with its line.
+pub fn parse(quiz_id: &str, file: &str, text: &str) -> Result<Quiz, Vec<Problem>> {
+    let lines = LineIndex::new(text, 1);
+    let raw: RawQuiz = toml::from_str(text).map_err(|e| {
+        let line = e.span().map_or(1, |s| lines.line(s.start));
+        vec![Problem::new(file, line, format!("quiz: {}", e.message().trim_end()))]
+    })?;
+    let mut problems = Vec::new();
+    let mut seen = HashSet::new();
+    let mut questions = Vec::new();
+    if raw.questions.is_empty() {
+        problems.push(Problem::new(file, 1, "quiz has no [[question]]"));
+    }
+    for q in raw.questions {
+        let line = lines.line(q.id.span().start);
+        let id = q.id.into_inner();
+        let mut bad = |message: String| problems.push(Problem::new(file, line, format!("question `{id}`: {message}")));
+        if id.is_empty() || !id.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-') {
+            bad("ids are lower-case letters, digits and hyphens".into());
+        }
+        if !seen.insert(id.clone()) {
+            bad("id is used twice in this quiz".into());
+        }
+        if q.prompt.trim().is_empty() {
+            bad("`prompt` is empty".into());
+        }
+        let explanation = q.explanation.unwrap_or_default();
+        if explanation.trim().is_empty() {
+            bad("`explanation` is missing: every question explains its answer".into());
+        }
+        let options: Vec<String> = q.options.iter().map(|o| o.text.clone()).collect();
+        let correct: BTreeSet<usize> = q.options.iter().enumerate().filter(|(_, o)| o.correct).map(|(i, _)| i).collect();
+        if options.iter().any(|o| o.trim().is_empty()) {
+            bad("an option's `text` is empty".into());
+        }
+        let kind = match q.kind.as_str() {
+            "single" => {
+                if options.len() < 2 {
+                    bad("single choice needs at least two options".into());
+                }
+                if correct.len() != 1 {
+                    bad(format!("single choice needs exactly one correct option, found {}", correct.len()));
+                }
+                QuestionKind::Single { options, correct: correct.first().copied().unwrap_or(0) }
+            }
+            "multiple" => {
+                if correct.is_empty() || correct.len() == options.len() {
+                    bad("multiple choice needs at least one correct and one wrong option".into());
+                }
+                QuestionKind::Multiple { options, correct }
+            }
+            "numeric" => {
+                if !options.is_empty() {
+                    bad("numeric questions take no options".into());
+                }
+                let tolerance = q.tolerance.unwrap_or(-1.0);
+                if tolerance <= 0.0 || !tolerance.is_finite() {
+                    bad("numeric questions need a positive `tolerance`".into());
+                }
+                let answer = q.answer.unwrap_or(f64::NAN);
+                if !answer.is_finite() {
+                    bad("numeric questions need an `answer`".into());
+                }
+                let unit = q.unit.unwrap_or_default();
+                if unit.trim().is_empty() {
+                    bad("numeric questions need a `unit`".into());
+                }
+                QuestionKind::Numeric { answer, tolerance, unit }
+            }
+            other => {
+                bad(format!("unknown kind `{other}` (use single, multiple or numeric)"));
+                continue;
+            }
+        };
+        questions.push(Question { id, prompt: q.prompt, explanation, kind });
+    }
+    if problems.is_empty() {
+        Ok(Quiz { id: quiz_id.to_string(), questions })
+    } else {
+        Err(problems)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const QUIZ: &str = r#"
+[[question]]
+id = "one"
+kind = "single"
+prompt = "Pick B"
+explanation = "B is right."
+[[question.option]]
+text = "A"
+[[question.option]]
+text = "B"
+correct = true
+
+[[question]]
+id = "many"
+kind = "multiple"
+prompt = "Pick A and C"
+explanation = "A and C."
+[[question.option]]
+text = "A"
+correct = true
+[[question.option]]
+text = "B"
+[[question.option]]
+text = "C"
+correct = true
+
+[[question]]
+id = "num"
+kind = "numeric"
+prompt = "GiB?"
+answer = 14.90
+tolerance = 0.05
+unit = "GiB"
+explanation = "16e9 / 2^30."
+"#;
+
+    fn quiz() -> Quiz {
+        parse("q", "quiz.toml", QUIZ).unwrap()
+    }
+
+    #[test]
+    fn single_choice_is_right_only_on_the_key() {
+        let q = &quiz().questions[0];
+        assert!(q.is_correct(&Answer::Choice(1)));
+        assert!(!q.is_correct(&Answer::Choice(0)));
+        assert!(q.validate(&Answer::Choice(2)).is_err());
+        assert!(q.validate(&Answer::Number(1.5)).is_err());
+    }
+
+    #[test]
+    fn multiple_choice_is_all_or_nothing() {
+        let q = &quiz().questions[1];
+        assert!(q.is_correct(&Answer::Choices(vec![2, 0])));
+        assert!(!q.is_correct(&Answer::Choices(vec![0])), "a missing correct option fails");
+        assert!(!q.is_correct(&Answer::Choices(vec![0, 1, 2])), "an extra wrong option fails");
+        assert!(!q.is_correct(&Answer::Choices(vec![])));
+        assert!(q.validate(&Answer::Choices(vec![0, 0])).is_err());
+        assert!(q.validate(&Answer::Choices(vec![3])).is_err());
+    }
+
+    #[test]
+    fn numeric_tolerance_edges_are_inclusive() {
+        let q = &quiz().questions[2];
+        for inside in [14.90, 14.85, 14.95, 14.9012] {
+            assert!(q.is_correct(&Answer::Number(inside)), "{inside}");
+        }
+        for outside in [14.849, 14.951, 16.0, -14.9] {
+            assert!(!q.is_correct(&Answer::Number(outside)), "{outside}");
+        }
+        assert!(q.validate(&Answer::Number(f64::NAN)).is_err());
+        assert!(q.validate(&Answer::Number(f64::INFINITY)).is_err());
+    }
+
+    #[test]
+    fn exactly_75_percent_does_not_pass() {
+        assert!(!passed(3, 4));
+        assert!(!passed(6, 8));
+        assert!(!passed(15, 20));
+        assert!(passed(16, 20));
+        assert!(passed(7, 8));
+        assert!(passed(1, 1));
+        assert!(!passed(0, 0));
+    }
+
+    #[test]
+    fn grading_counts_and_explains() {
+        let graded = quiz().grade(&[Answer::Choice(1), Answer::Choices(vec![0]), Answer::Number(14.9)]);
+        assert_eq!((graded.correct, graded.total), (2, 3));
+        assert!(!graded.passed);
+        assert_eq!(graded.percent, 66.6);
+        assert!(!graded.questions[1].correct);
+        assert_eq!(graded.questions[1].expected, "A; C");
+        assert_eq!(graded.questions[0].explanation, "B is right.");
+    }
+
+    #[test]
+    fn broken_quizzes_report_lines() {
+        let two_correct = QUIZ.replacen("text = \"A\"\n[[question.option]]\ntext = \"B\"\ncorrect = true", "text = \"A\"\ncorrect = true\n[[question.option]]\ntext = \"B\"\ncorrect = true", 1);
+        let problems = parse("q", "quiz.toml", &two_correct).unwrap_err();
+        assert_eq!(problems[0].line, 3, "{problems:?}");
+        assert!(problems[0].message.contains("exactly one correct option"));
+
+        let no_tolerance = QUIZ.replace("tolerance = 0.05\n", "");
+        assert!(parse("q", "quiz.toml", &no_tolerance).unwrap_err()[0].message.contains("tolerance"));
+
+        let no_explanation = QUIZ.replace("explanation = \"A and C.\"\n", "");
+        assert!(parse("q", "quiz.toml", &no_explanation).unwrap_err()[0].message.contains("explanation"));
+
+        let duplicate = QUIZ.replace("id = \"many\"", "id = \"one\"");
+        assert!(parse("q", "quiz.toml", &duplicate).unwrap_err()[0].message.contains("used twice"));
+    }
+}
