@@ -2,12 +2,15 @@
 //! URLs to handlers, and [`serve`], which runs it on a listener until shutdown. Tests bind
 //! `127.0.0.1:0`, call `serve` with their own shutdown future, and talk HTTP to it.
 
+use std::collections::HashSet;
 use std::future::Future;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use axum::Router;
+use axum::extract::DefaultBodyLimit;
 use axum::http::{HeaderName, HeaderValue, header};
-use axum::routing::get;
+use axum::middleware;
+use axum::routing::{get, post};
 use tokio::net::TcpListener;
 use tower_http::compression::CompressionLayer;
 use tower_http::set_header::SetResponseHeaderLayer;
@@ -17,6 +20,8 @@ use crate::assets::Assets;
 use crate::config::Config;
 use crate::course::problem::Problems;
 use crate::course::{ContentSource, Course};
+use crate::db::{Db, DbError};
+use crate::identity;
 use crate::pages::Layout;
 use crate::routes;
 
@@ -31,12 +36,29 @@ pub struct AppState {
     pub assets: Arc<Assets>,
     /// The base layout every page shares.
     pub layout: Arc<Layout>,
+    /// The database of students and attempts.
+    pub db: Db,
+    /// Instructor session ids issued since start-up.
+    pub instructor_sessions: Arc<Mutex<HashSet<String>>>,
+}
+
+/// Why the server could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum StartupError {
+    /// The course content is broken.
+    #[error(transparent)]
+    Content(#[from] Problems),
+    /// The database could not be opened or migrated.
+    #[error("cannot open the database: {0}")]
+    Database(#[from] DbError),
 }
 
 impl AppState {
-    /// Loads and renders the course named by `config`; fails with every content problem.
-    pub fn new(config: Config) -> Result<Self, Problems> {
+    /// Loads and renders the course named by `config` and opens its database; fails
+    /// with every content problem, or the database error.
+    pub fn new(config: Config) -> Result<Self, StartupError> {
         let course = Course::load(&ContentSource::from_option(config.content_dir.as_deref()))?;
+        let db = Db::open(&config.database)?;
         let assets = Assets::load();
         let layout = Layout::new(&course.title, &assets);
         Ok(Self {
@@ -44,6 +66,8 @@ impl AppState {
             course: Arc::new(course),
             assets: Arc::new(assets),
             layout: Arc::new(layout),
+            db,
+            instructor_sessions: Arc::default(),
         })
     }
 }
@@ -51,15 +75,44 @@ impl AppState {
 /// The Content-Security-Policy for every response: our own scripts and styles only.
 const CSP: &str = "default-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'; object-src 'none'; base-uri 'none'; frame-ancestors 'none'";
 
+/// Largest request body accepted: a full final exam is a few kilobytes.
+pub const MAX_BODY_BYTES: usize = 64 * 1024;
+
 /// Maps every URL to its handler.
 pub fn router(state: AppState) -> Router {
+    use routes::{instructor, me, pages, quiz};
+    // Pages and APIs know the student (the middleware issues the cookie); static files
+    // and the instructor routes do not need to.
+    let student_routes = Router::new()
+        .route("/", get(pages::home))
+        .route("/lessons/{slug}", get(pages::lesson))
+        .route(
+            "/lessons/{slug}/quiz",
+            get(quiz::lesson_quiz).post(quiz::submit_lesson_quiz),
+        )
+        .route(
+            "/final-exam",
+            get(quiz::final_exam).post(quiz::submit_final_exam),
+        )
+        .route("/api/quizzes/{id}", get(quiz::api_quiz))
+        .route("/api/quizzes/{id}/attempts", post(quiz::api_submit))
+        .route("/api/me/progress", get(me::progress_json))
+        .route("/me/name", post(me::set_name))
+        .route("/me/export", get(me::export))
+        .route("/me/reset", post(me::reset))
+        .route_layer(middleware::from_fn(identity::identify));
     Router::new()
-        .route("/", get(routes::pages::home))
-        .route("/lessons/{slug}", get(routes::pages::lesson))
-        .route("/about", get(routes::pages::about))
+        .merge(student_routes)
+        .route("/about", get(pages::about))
+        .route("/instructor", get(instructor::gradebook))
+        .route("/instructor/login", post(instructor::login))
+        .route("/instructor/logout", post(instructor::logout))
+        .route("/instructor/grades.csv", get(instructor::grades_csv))
+        .route("/instructor/missed.csv", get(instructor::missed_csv))
         .route("/static/{*path}", get(routes::assets::asset))
-        .fallback(routes::pages::not_found)
+        .fallback(pages::not_found)
         .with_state(state)
+        .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
         .layer(SetResponseHeaderLayer::if_not_present(
             header::CONTENT_SECURITY_POLICY,
             HeaderValue::from_static(CSP),

@@ -14,6 +14,11 @@ pub struct Config {
     /// Where the course text comes from: `None` uses the copy embedded in the binary, a
     /// folder overrides it (for authors editing lessons, and for tests with fixtures).
     pub content_dir: Option<PathBuf>,
+    /// The SQLite database file holding students and quiz attempts; created if missing.
+    pub database: PathBuf,
+    /// When set, `/instructor` shows the class gradebook to whoever presents this token.
+    /// Never logged, never put in a URL.
+    pub instructor_token: Option<String>,
 }
 
 impl Default for Config {
@@ -21,6 +26,8 @@ impl Default for Config {
         Self {
             addr: SocketAddr::from(([127, 0, 0, 1], 8000)),
             content_dir: None,
+            database: PathBuf::from("gpulab.db"),
+            instructor_token: None,
         }
     }
 }

@@ -1,11 +1,14 @@
 //! The web layer's one error type. Every handler returns `Result<_, AppError>`, and the
-//! single `IntoResponse` below picks the status and renders the error page. Internal
-//! errors are logged with their cause and shown to the student only as a generic message.
+//! single `IntoResponse` below picks the status and renders the error page. JSON
+//! endpoints wrap it in [`ApiError`], which renders the same status and message as JSON.
+//! Internal errors are logged with their cause and shown only as a generic message.
 
 use askama::Template;
+use axum::Json;
 use axum::http::StatusCode;
 use axum::response::{Html, IntoResponse, Response};
 
+use crate::db::DbError;
 use crate::pages::ErrorPage;
 
 /// Everything a request can fail with.
@@ -14,16 +17,57 @@ pub enum AppError {
     /// No page or asset at this path.
     #[error("not found: {0}")]
     NotFound(String),
+    /// The request is malformed (not UTF-8, not JSON, not a form).
+    #[error("{0}")]
+    BadRequest(String),
+    /// The request is well-formed but its content is wrong (unknown question, missing
+    /// answer, wrong type).
+    #[error("{0}")]
+    Invalid(String),
+    /// A token is needed and was missing or wrong.
+    #[error("{0}")]
+    Unauthorized(String),
+    /// The feature is switched off on this server.
+    #[error("{0}")]
+    Forbidden(String),
     /// A page template failed to render (a bug, not the student's fault).
     #[error("template error: {0}")]
     Template(#[from] askama::Error),
+    /// The database failed.
+    #[error(transparent)]
+    Database(#[from] DbError),
 }
 
 impl AppError {
     fn status(&self) -> StatusCode {
         match self {
             Self::NotFound(_) => StatusCode::NOT_FOUND,
-            Self::Template(_) => StatusCode::INTERNAL_SERVER_ERROR,
+            Self::BadRequest(_) => StatusCode::BAD_REQUEST,
+            Self::Invalid(_) => StatusCode::UNPROCESSABLE_ENTITY,
+            Self::Unauthorized(_) => StatusCode::UNAUTHORIZED,
+            Self::Forbidden(_) => StatusCode::FORBIDDEN,
+            Self::Template(_) | Self::Database(_) => StatusCode::INTERNAL_SERVER_ERROR,
+        }
+    }
+
+    /// Heading and message safe to show the student.
+    fn public(&self) -> (&'static str, String) {
+        match self {
+            Self::NotFound(path) => (
+                "Page not found",
+                format!("There is no page at {path}. The course home lists every lesson."),
+            ),
+            Self::BadRequest(m) => ("Bad request", m.clone()),
+            Self::Invalid(m) => ("Please check your answers", m.clone()),
+            Self::Unauthorized(m) => ("Token needed", m.clone()),
+            Self::Forbidden(m) => ("Not available", m.clone()),
+            Self::Template(_) | Self::Database(_) => {
+                tracing::error!(error = %self, "internal error");
+                (
+                    "Something went wrong",
+                    "The server hit an internal error and has logged it. Nothing you sent was saved; try again, or go back to the course home.".to_string(),
+                )
+            }
         }
     }
 }
@@ -31,19 +75,7 @@ impl AppError {
 impl IntoResponse for AppError {
     fn into_response(self) -> Response {
         let status = self.status();
-        let (heading, detail) = match &self {
-            Self::NotFound(path) => (
-                "Page not found",
-                format!("There is no page at {path}. The course home lists every lesson."),
-            ),
-            Self::Template(_) => {
-                tracing::error!(error = %self, "internal error");
-                (
-                    "Something went wrong",
-                    "The server hit an internal error and has logged it. Try again, or go back to the course home.".to_string(),
-                )
-            }
-        };
+        let (heading, detail) = self.public();
         let page = ErrorPage::new(status.as_u16(), heading, &detail);
         match page.render() {
             Ok(html) => (status, Html(html)).into_response(),
@@ -52,5 +84,25 @@ impl IntoResponse for AppError {
                 (status, detail).into_response()
             }
         }
+    }
+}
+
+/// An [`AppError`] rendered as `{"error": {"status": …, "message": …}}`.
+#[derive(Debug)]
+pub struct ApiError(pub AppError);
+
+impl<E: Into<AppError>> From<E> for ApiError {
+    fn from(e: E) -> Self {
+        Self(e.into())
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let status = self.0.status();
+        let (_, message) = self.0.public();
+        let body =
+            serde_json::json!({ "error": { "status": status.as_u16(), "message": message } });
+        (status, Json(body)).into_response()
     }
 }

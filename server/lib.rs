@@ -16,6 +16,10 @@
 //!   preprocessors (front matter, directives, highlighting, math, heading anchors, link
 //!   checks) and rendered to HTML once, at start-up. `gpulab check` runs the same chain
 //!   and prints each problem as `file:line: message`.
+//! - [`identity`]: the student cookie: a random id issued on first visit, read by
+//!   handlers as a request extension. No accounts, no passwords.
+//! - [`db`]: the SQLite database (WAL, migrated on start-up) of students, quiz attempts
+//!   and answers, and the instructor's gradebook queries.
 //! - [`assets`]: the static files under `web/static/`, embedded in the binary with their
 //!   content types and ETags, so the binary serves the course from any directory.
 
@@ -23,6 +27,8 @@ pub mod app;
 pub mod assets;
 pub mod config;
 pub mod course;
+pub mod db;
 pub mod error;
+pub mod identity;
 pub mod pages;
 pub mod routes;

@@ -48,6 +48,23 @@ struct ServeArgs {
     /// (useful while editing lessons; restart to pick up changes).
     #[arg(long, env = "GPULAB_CONTENT", value_name = "DIR")]
     content: Option<PathBuf>,
+    /// SQLite database file for students and quiz attempts (created if missing).
+    #[arg(
+        long,
+        env = "GPULAB_DATABASE",
+        default_value = "gpulab.db",
+        value_name = "FILE"
+    )]
+    database: PathBuf,
+    /// Token that unlocks the class gradebook at /instructor. Without it the gradebook
+    /// is switched off. Prefer the environment variable: flags show up in `ps`.
+    #[arg(
+        long,
+        env = "GPULAB_INSTRUCTOR_TOKEN",
+        hide_env_values = true,
+        value_name = "TOKEN"
+    )]
+    instructor_token: Option<String>,
 }
 
 #[derive(Args)]
@@ -128,16 +145,23 @@ async fn serve_until_signal(args: ServeArgs) -> anyhow::Result<()> {
     let config = Config {
         addr: args.addr,
         content_dir: args.content,
+        database: args.database,
+        instructor_token: args.instructor_token,
     };
-    let state =
-        AppState::new(config.clone()).context("cannot start: the course content is broken")?;
+    let state = AppState::new(config.clone()).context("cannot start")?;
     let listener = tokio::net::TcpListener::bind(config.addr)
         .await
         .with_context(|| format!("cannot listen on {}", config.addr))?;
     tracing::info!(
-        "GPU Lab serving {} lessons on http://{}",
+        "GPU Lab serving {} lessons on http://{} (database {}, instructor gradebook {})",
         state.course.lessons.len(),
-        listener.local_addr()?
+        listener.local_addr()?,
+        state.db.path().display(),
+        if config.instructor_token.is_some() {
+            "on"
+        } else {
+            "off"
+        }
     );
     serve(listener, state, shutdown_signal()).await?;
     tracing::info!("shut down cleanly");

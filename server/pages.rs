@@ -5,7 +5,10 @@
 use askama::Template;
 
 use crate::assets::{Assets, SYNTAX_CSS};
+use crate::course::quiz::{Graded, Quiz};
 use crate::course::{Course, Lesson};
+use crate::db::gradebook::{GradeCell, MissedQuestion};
+use crate::db::progress::QuizProgress;
 
 /// What the base layout needs on every page.
 #[derive(Debug, Clone)]
@@ -37,7 +40,7 @@ impl Layout {
     }
 }
 
-/// The course home: every lesson with its summary and reading time.
+/// The course home: every lesson with its summary, reading time and the student's state.
 #[derive(Template)]
 #[template(path = "home.html", config = "web/askama.toml")]
 pub struct HomePage<'a> {
@@ -47,6 +50,120 @@ pub struct HomePage<'a> {
     pub course: &'a Course,
     /// Total reading minutes, for the header.
     pub total_minutes: u32,
+    /// Per lesson, in course order: the student's state in words and as a CSS class.
+    pub states: Vec<QuizState>,
+    /// The final exam's state.
+    pub exam_state: QuizState,
+    /// Quizzes passed, out of lessons + final exam.
+    pub passed_count: usize,
+    /// The student's display name, if chosen.
+    pub display_name: Option<String>,
+}
+
+/// A student's state on one quiz, for the home page.
+pub struct QuizState {
+    /// `not-started`, `attempted` or `passed`.
+    pub class: &'static str,
+    /// Words shown to the student.
+    pub label: String,
+}
+
+impl QuizState {
+    /// The state from the student's best result, if any.
+    pub fn from_progress(progress: Option<&QuizProgress>) -> Self {
+        match progress {
+            None => Self {
+                class: "not-started",
+                label: "Quiz not started".into(),
+            },
+            Some(p) if p.passed => Self {
+                class: "passed",
+                label: format!(
+                    "Passed · best {}% · {} attempt{}",
+                    p.best_percent,
+                    p.attempts,
+                    if p.attempts == 1 { "" } else { "s" }
+                ),
+            },
+            Some(p) => Self {
+                class: "attempted",
+                label: format!(
+                    "Attempted · best {}% · {} attempt{}",
+                    p.best_percent,
+                    p.attempts,
+                    if p.attempts == 1 { "" } else { "s" }
+                ),
+            },
+        }
+    }
+}
+
+/// A quiz as a plain HTML form: questions and options only, never the key.
+#[derive(Template)]
+#[template(path = "quiz.html", config = "web/askama.toml")]
+pub struct QuizPage<'a> {
+    /// Shared layout.
+    pub layout: &'a Layout,
+    /// The quiz.
+    pub quiz: &'a Quiz,
+    /// Where the form posts.
+    pub action: String,
+    /// Back to the lesson (or home for the final exam).
+    pub back_href: String,
+    /// The student's state on this quiz.
+    pub state: QuizState,
+    /// Script URL for the no-reload enhancement.
+    pub script: String,
+}
+
+/// The result of one attempt, with every explanation.
+#[derive(Template)]
+#[template(path = "quiz_result.html", config = "web/askama.toml")]
+pub struct QuizResultPage<'a> {
+    /// Shared layout.
+    pub layout: &'a Layout,
+    /// The quiz taken.
+    pub quiz: &'a Quiz,
+    /// The graded attempt.
+    pub graded: &'a Graded,
+    /// Retake link.
+    pub retake_href: String,
+    /// Where to go next: the next lesson, or the course home.
+    pub next_href: String,
+    /// Label for `next_href`.
+    pub next_label: String,
+}
+
+/// The instructor's token form.
+#[derive(Template)]
+#[template(path = "instructor_login.html", config = "web/askama.toml")]
+pub struct InstructorLoginPage<'a> {
+    /// Shared layout.
+    pub layout: &'a Layout,
+    /// Shown after a wrong token.
+    pub error: Option<String>,
+}
+
+/// The class gradebook.
+#[derive(Template)]
+#[template(path = "instructor.html", config = "web/askama.toml")]
+pub struct InstructorPage<'a> {
+    /// Shared layout.
+    pub layout: &'a Layout,
+    /// Quiz ids and titles, in course order (columns).
+    pub quizzes: Vec<(&'a str, &'a str)>,
+    /// One row per student: name and one cell per quiz.
+    pub rows: Vec<GradebookRow>,
+    /// Most-missed questions.
+    pub missed: Vec<MissedQuestion>,
+}
+
+/// One student's row in the gradebook.
+pub struct GradebookRow {
+    /// Display name, or a short form of the id.
+    pub name: String,
+    /// One cell per quiz column, `None` when not attempted.
+    pub cells: Vec<Option<GradeCell>>,
 }
 
 /// One lesson with its table of contents and neighbours.

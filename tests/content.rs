@@ -138,9 +138,25 @@ fn the_server_refuses_to_start_on_broken_content() {
     let output = Command::new(env!("CARGO_BIN_EXE_gpulab"))
         .args(["serve", "--addr", "127.0.0.1:0", "--content"])
         .arg(repo_path("tests/fixtures/dangling-link"))
+        .arg("--database")
+        .arg(tempfile::tempdir().unwrap().path().join("gpulab.db"))
         .output()
         .expect("gpulab runs");
     assert!(!output.status.success());
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(stderr.contains("dangling link"), "{stderr}");
+}
+
+#[test]
+fn broken_quizzes_point_at_the_question() {
+    assert_fails_with(
+        "tests/fixtures/broken-quiz",
+        "01-a/quiz.toml:4",
+        "exactly one correct option",
+    );
+    assert_fails_with(
+        "tests/fixtures/broken-quiz",
+        "exam/quiz.toml:2",
+        "positive `tolerance`",
+    );
 }

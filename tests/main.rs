@@ -3,6 +3,9 @@
 
 mod cli;
 mod content;
+mod durability;
+mod gradebook;
 mod http;
 mod nojs;
+mod quiz;
 mod support;

@@ -13,6 +13,8 @@ pub struct TestApp {
     /// The state it serves, for computing expectations.
     pub state: AppState,
     shutdown: Option<oneshot::Sender<()>>,
+    /// Keeps the temporary database folder alive as long as the app.
+    _dir: Option<tempfile::TempDir>,
 }
 
 impl Drop for TestApp {
@@ -37,13 +39,31 @@ pub fn repo_path(relative: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(relative)
 }
 
-/// Spawns the app with the embedded course.
-pub async fn spawn() -> TestApp {
-    spawn_with(Config {
+/// A config for tests: embedded course, port 0, database at `database`.
+pub fn test_config(database: PathBuf) -> Config {
+    Config {
         addr: "127.0.0.1:0".parse().unwrap(),
         content_dir: None,
-    })
-    .await
+        database,
+        instructor_token: None,
+    }
+}
+
+/// Spawns the app with the embedded course and a fresh database.
+pub async fn spawn() -> TestApp {
+    let dir = tempfile::tempdir().unwrap();
+    let mut app = spawn_with(test_config(dir.path().join("gpulab.db"))).await;
+    app._dir = Some(dir);
+    app
+}
+
+/// A client that keeps cookies, like a browser: one client is one student.
+pub fn student() -> reqwest::Client {
+    reqwest::Client::builder()
+        .cookie_store(true)
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap()
 }
 
 /// Spawns the app with `config`, on a fresh port.
@@ -64,6 +84,7 @@ pub async fn spawn_with(config: Config) -> TestApp {
         base,
         state,
         shutdown: Some(tx),
+        _dir: None,
     }
 }
 
@@ -74,4 +95,59 @@ pub fn escaped(text: &str) -> String {
         .replace('\'', "&#39;")
         .replace('<', "&#60;")
         .replace('>', "&#62;")
+}
+
+/// The real `gpulab` binary serving on a free port with the given database.
+pub struct BinaryServer {
+    /// The child process.
+    pub child: std::process::Child,
+    /// `http://127.0.0.1:<port>`.
+    pub base: String,
+}
+
+impl BinaryServer {
+    /// Starts the binary and waits until it says it is serving.
+    pub fn start(database: &std::path::Path) -> Self {
+        use std::io::{BufRead, BufReader};
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_gpulab"))
+            .args(["serve", "--addr", &format!("127.0.0.1:{port}")])
+            .arg("--database")
+            .arg(database)
+            .env("RUST_LOG", "warn,gpulab=info")
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let stderr = child.stderr.take().unwrap();
+        let mut lines = BufReader::new(stderr).lines();
+        let started = lines
+            .by_ref()
+            .map_while(Result::ok)
+            .any(|l| l.contains("serving"));
+        assert!(started, "gpulab did not start");
+        // Keep draining stderr so the server never blocks on a full pipe.
+        std::thread::spawn(move || lines.for_each(drop));
+        Self {
+            child,
+            base: format!("http://127.0.0.1:{port}"),
+        }
+    }
+
+    /// SIGKILL: no chance to flush or clean up.
+    pub fn kill_hard(mut self) {
+        self.child.kill().unwrap();
+        self.child.wait().unwrap();
+    }
+}
+
+impl Drop for BinaryServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
 }

@@ -10,7 +10,9 @@ pub mod html;
 pub mod markdown;
 pub mod math;
 pub mod problem;
+pub mod quiz;
 pub mod source;
+pub mod submission;
 
 use serde::Deserialize;
 
@@ -18,6 +20,7 @@ pub use fallbacks::{amdahl_speedup, bytes_per_param, copy_seconds, rounds};
 use highlight::Highlighter;
 use markdown::{Renderer, TocEntry};
 use problem::{LineIndex, Problem, Problems};
+use quiz::Quiz;
 pub use source::ContentSource;
 
 /// The course index file at the content root.
@@ -59,12 +62,19 @@ pub struct Course {
     pub title: String,
     /// Lessons in course order.
     pub lessons: Vec<Lesson>,
+    /// One quiz per lesson (id = lesson slug), then the final exam (id `final-exam`).
+    pub quizzes: Vec<Quiz>,
 }
+
+/// The id (and URL segment) of the course's final exam.
+pub const FINAL_EXAM_ID: &str = "final-exam";
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct Index {
     title: String,
+    /// Folder holding the final exam's `quiz.toml`.
+    final_exam: Option<toml::Spanned<String>>,
     #[serde(rename = "lesson")]
     lessons: Vec<IndexEntry>,
 }
@@ -106,6 +116,7 @@ impl Course {
         let mut lessons = Vec::new();
         let mut anchors = Vec::new();
         let mut links = Vec::new();
+        let mut quizzes = Vec::new();
         for (i, entry) in index.lessons.iter().enumerate() {
             let entry_line = index_lines.line(entry.slug.span().start);
             let slug = entry.slug.get_ref();
@@ -152,6 +163,18 @@ impl Course {
             let rendered = renderer.render(&file, split.body, split.body_first_line, &mut problems);
             anchors.push((slug.clone(), rendered.anchors));
             links.push((file, rendered.links));
+            let quiz_line = index_lines.line(entry.dir.span().start);
+            if let Some(quiz) = load_quiz(
+                source,
+                dir,
+                slug,
+                &split.front.title,
+                &index_path,
+                quiz_line,
+                &mut problems,
+            ) {
+                quizzes.push(quiz);
+            }
             let front = split.front;
             lessons.push(Lesson {
                 slug: slug.clone(),
@@ -176,14 +199,41 @@ impl Course {
                 }
             }
         }
+        match &index.final_exam {
+            Some(dir) => {
+                let line = index_lines.line(dir.span().start);
+                if let Some(exam) = load_quiz(
+                    source,
+                    dir.get_ref(),
+                    FINAL_EXAM_ID,
+                    "Final exam",
+                    &index_path,
+                    line,
+                    &mut problems,
+                ) {
+                    quizzes.push(exam);
+                }
+            }
+            None => problems.push(Problem::new(
+                &index_path,
+                1,
+                "`final_exam` is missing: name the folder holding the final exam's quiz.toml",
+            )),
+        }
         if problems.is_empty() {
             Ok(Self {
                 title: index.title,
                 lessons,
+                quizzes,
             })
         } else {
             Err(Problems(problems))
         }
+    }
+
+    /// The quiz with `id` (a lesson slug or `final-exam`).
+    pub fn quiz(&self, id: &str) -> Option<&Quiz> {
+        self.quizzes.iter().find(|q| q.id == id)
     }
 
     /// The lesson at `slug`, with its neighbours.
@@ -191,6 +241,37 @@ impl Course {
         let i = self.lessons.iter().position(|l| l.slug == slug)?;
         let prev = i.checked_sub(1).map(|p| &self.lessons[p]);
         Some((&self.lessons[i], prev, self.lessons.get(i + 1)))
+    }
+}
+
+/// Reads and checks `<dir>/quiz.toml`; a missing file is reported at `index_line`.
+fn load_quiz(
+    source: &ContentSource,
+    dir: &str,
+    id: &str,
+    title: &str,
+    index_path: &str,
+    index_line: usize,
+    problems: &mut Vec<Problem>,
+) -> Option<Quiz> {
+    let relative = format!("{dir}/quiz.toml");
+    let file = source.display_path(&relative);
+    match source.read(&relative) {
+        Ok(Some(text)) => quiz::parse(id, title, &file, &text)
+            .map_err(|mut p| problems.append(&mut p))
+            .ok(),
+        Ok(None) => {
+            problems.push(Problem::new(
+                index_path,
+                index_line,
+                format!("quiz file {file} not found: every lesson and the final exam need one"),
+            ));
+            None
+        }
+        Err(e) => {
+            problems.push(Problem::new(&file, 1, e));
+            None
+        }
     }
 }
 

@@ -18,6 +18,8 @@ use super::problem::{LineIndex, Problem};
 pub struct Quiz {
     /// The lesson slug, or `final-exam`.
     pub id: String,
+    /// Shown as the quiz page's heading.
+    pub title: String,
     /// Questions in display order.
     pub questions: Vec<Question>,
 }
@@ -87,8 +89,18 @@ impl Question {
     /// Options for choice questions; empty for numeric.
     pub fn options(&self) -> &[String] {
         match &self.kind {
-            QuestionKind::Single { options, .. } | QuestionKind::Multiple { options, .. } => options,
+            QuestionKind::Single { options, .. } | QuestionKind::Multiple { options, .. } => {
+                options
+            }
             QuestionKind::Numeric { .. } => &[],
+        }
+    }
+
+    /// The unit of a numeric question; empty for choice questions.
+    pub fn unit(&self) -> &str {
+        match &self.kind {
+            QuestionKind::Numeric { unit, .. } => unit,
+            _ => "",
         }
     }
 
@@ -116,9 +128,19 @@ impl Question {
             (QuestionKind::Multiple { .. }, Answer::Choice(i)) if *i < n => Ok(()),
             (QuestionKind::Numeric { .. }, Answer::Number(x)) if x.is_finite() => Ok(()),
             (QuestionKind::Numeric { .. }, Answer::Choice(_)) => Ok(()),
-            (QuestionKind::Single { .. }, _) => Err(format!("question `{}` takes one option index from 0 to {}", self.id, n.saturating_sub(1))),
-            (QuestionKind::Multiple { .. }, _) => Err(format!("question `{}` takes a list of option indexes from 0 to {}", self.id, n.saturating_sub(1))),
-            (QuestionKind::Numeric { .. }, _) => Err(format!("question `{}` takes a finite number", self.id)),
+            (QuestionKind::Single { .. }, _) => Err(format!(
+                "question `{}` takes one option index from 0 to {}",
+                self.id,
+                n.saturating_sub(1)
+            )),
+            (QuestionKind::Multiple { .. }, _) => Err(format!(
+                "question `{}` takes a list of option indexes from 0 to {}",
+                self.id,
+                n.saturating_sub(1)
+            )),
+            (QuestionKind::Numeric { .. }, _) => {
+                Err(format!("question `{}` takes a finite number", self.id))
+            }
         }
     }
 
@@ -129,8 +151,15 @@ impl Question {
             (QuestionKind::Multiple { correct, .. }, Answer::Choices(is)) => {
                 is.iter().copied().collect::<BTreeSet<_>>() == *correct
             }
-            (QuestionKind::Multiple { correct, .. }, Answer::Choice(i)) => correct.len() == 1 && correct.contains(i),
-            (QuestionKind::Numeric { answer, tolerance, .. }, given) => {
+            (QuestionKind::Multiple { correct, .. }, Answer::Choice(i)) => {
+                correct.len() == 1 && correct.contains(i)
+            }
+            (
+                QuestionKind::Numeric {
+                    answer, tolerance, ..
+                },
+                given,
+            ) => {
                 let given = match given {
                     Answer::Number(x) => *x,
                     Answer::Choice(i) => *i as f64,
@@ -166,10 +195,14 @@ pub struct Graded {
 pub struct GradedQuestion {
     /// The question id.
     pub id: String,
+    /// The question text.
+    pub prompt: String,
     /// Whether the answer was right.
     pub correct: bool,
     /// The student's answer, if any.
     pub given: Option<Answer>,
+    /// The student's answer in words.
+    pub given_text: String,
     /// The right answer in words.
     pub expected: String,
     /// Why.
@@ -190,8 +223,10 @@ impl Quiz {
             .zip(answers)
             .map(|(q, a)| GradedQuestion {
                 id: q.id.clone(),
+                prompt: q.prompt.clone(),
                 correct: q.is_correct(a),
                 given: Some(a.clone()),
+                given_text: q.answer_text(a),
                 expected: q.expected_text(),
                 explanation: q.explanation.clone(),
             })
@@ -209,14 +244,37 @@ impl Quiz {
 }
 
 impl Question {
+    /// A student's answer in words, for the results page.
+    pub fn answer_text(&self, answer: &Answer) -> String {
+        let option = |i: &usize| {
+            self.options()
+                .get(*i)
+                .cloned()
+                .unwrap_or_else(|| format!("option {i}"))
+        };
+        match answer {
+            Answer::Choice(i) if self.options().is_empty() => format!("{i} {}", self.unit()),
+            Answer::Choice(i) => option(i),
+            Answer::Choices(is) if is.is_empty() => "(nothing selected)".to_string(),
+            Answer::Choices(is) => is.iter().map(option).collect::<Vec<_>>().join("; "),
+            Answer::Number(x) => format!("{x} {}", self.unit()),
+        }
+    }
+
     /// The right answer, in words, for the results page.
     pub fn expected_text(&self) -> String {
         match &self.kind {
             QuestionKind::Single { options, correct } => options[*correct].clone(),
-            QuestionKind::Multiple { options, correct } => {
-                correct.iter().map(|i| options[*i].as_str()).collect::<Vec<_>>().join("; ")
-            }
-            QuestionKind::Numeric { answer, tolerance, unit } => format!("{answer} {unit} (± {tolerance})"),
+            QuestionKind::Multiple { options, correct } => correct
+                .iter()
+                .map(|i| options[*i].as_str())
+                .collect::<Vec<_>>()
+                .join("; "),
+            QuestionKind::Numeric {
+                answer,
+                tolerance,
+                unit,
+            } => format!("{answer} {unit} (± {tolerance})"),
         }
     }
 }
@@ -250,12 +308,33 @@ struct RawOption {
     correct: bool,
 }
 
+/// A permutation of `0..n` fixed by `seed` (FNV-1a of the seed, then Fisher–Yates
+/// driven by xorshift64*).
+pub fn shuffled_order(n: usize, seed: &str) -> Vec<usize> {
+    let mut state = seed.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+    }) | 1;
+    let mut order: Vec<usize> = (0..n).collect();
+    for i in (1..n).rev() {
+        state ^= state >> 12;
+        state ^= state << 25;
+        state ^= state >> 27;
+        let r = state.wrapping_mul(0x2545_f491_4f6c_dd1d);
+        order.swap(i, (r % (i as u64 + 1)) as usize);
+    }
+    order
+}
+
 /// Parses and checks a quiz file; every problem is reported with its line.
-pub fn parse(quiz_id: &str, file: &str, text: &str) -> Result<Quiz, Vec<Problem>> {
+pub fn parse(quiz_id: &str, title: &str, file: &str, text: &str) -> Result<Quiz, Vec<Problem>> {
     let lines = LineIndex::new(text, 1);
     let raw: RawQuiz = toml::from_str(text).map_err(|e| {
         let line = e.span().map_or(1, |s| lines.line(s.start));
-        vec![Problem::new(file, line, format!("quiz: {}", e.message().trim_end()))]
+        vec![Problem::new(
+            file,
+            line,
+            format!("quiz: {}", e.message().trim_end()),
+        )]
     })?;
     let mut problems = Vec::new();
     let mut seen = HashSet::new();
@@ -266,8 +345,18 @@ pub fn parse(quiz_id: &str, file: &str, text: &str) -> Result<Quiz, Vec<Problem>
     for q in raw.questions {
         let line = lines.line(q.id.span().start);
         let id = q.id.into_inner();
-        let mut bad = |message: String| problems.push(Problem::new(file, line, format!("question `{id}`: {message}")));
-        if id.is_empty() || !id.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-') {
+        let mut bad = |message: String| {
+            problems.push(Problem::new(
+                file,
+                line,
+                format!("question `{id}`: {message}"),
+            ))
+        };
+        if id.is_empty()
+            || !id
+                .bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+        {
             bad("ids are lower-case letters, digits and hyphens".into());
         }
         if !seen.insert(id.clone()) {
@@ -280,8 +369,17 @@ pub fn parse(quiz_id: &str, file: &str, text: &str) -> Result<Quiz, Vec<Problem>
         if explanation.trim().is_empty() {
             bad("`explanation` is missing: every question explains its answer".into());
         }
-        let options: Vec<String> = q.options.iter().map(|o| o.text.clone()).collect();
-        let correct: BTreeSet<usize> = q.options.iter().enumerate().filter(|(_, o)| o.correct).map(|(i, _)| i).collect();
+        // Authors tend to write the right option first; show options in a fixed
+        // per-question shuffled order so position gives nothing away. The order depends
+        // only on the ids, so stored answers keep their meaning across restarts.
+        let order = shuffled_order(q.options.len(), &format!("{quiz_id}/{id}"));
+        let options: Vec<String> = order.iter().map(|&i| q.options[i].text.clone()).collect();
+        let correct: BTreeSet<usize> = order
+            .iter()
+            .enumerate()
+            .filter(|(_, i)| q.options[**i].correct)
+            .map(|(shown, _)| shown)
+            .collect();
         if options.iter().any(|o| o.trim().is_empty()) {
             bad("an option's `text` is empty".into());
         }
@@ -291,9 +389,15 @@ pub fn parse(quiz_id: &str, file: &str, text: &str) -> Result<Quiz, Vec<Problem>
                     bad("single choice needs at least two options".into());
                 }
                 if correct.len() != 1 {
-                    bad(format!("single choice needs exactly one correct option, found {}", correct.len()));
+                    bad(format!(
+                        "single choice needs exactly one correct option, found {}",
+                        correct.len()
+                    ));
                 }
-                QuestionKind::Single { options, correct: correct.first().copied().unwrap_or(0) }
+                QuestionKind::Single {
+                    options,
+                    correct: correct.first().copied().unwrap_or(0),
+                }
             }
             "multiple" => {
                 if correct.is_empty() || correct.len() == options.len() {
@@ -317,17 +421,32 @@ pub fn parse(quiz_id: &str, file: &str, text: &str) -> Result<Quiz, Vec<Problem>
                 if unit.trim().is_empty() {
                     bad("numeric questions need a `unit`".into());
                 }
-                QuestionKind::Numeric { answer, tolerance, unit }
+                QuestionKind::Numeric {
+                    answer,
+                    tolerance,
+                    unit,
+                }
             }
             other => {
-                bad(format!("unknown kind `{other}` (use single, multiple or numeric)"));
+                bad(format!(
+                    "unknown kind `{other}` (use single, multiple or numeric)"
+                ));
                 continue;
             }
         };
-        questions.push(Question { id, prompt: q.prompt, explanation, kind });
+        questions.push(Question {
+            id,
+            prompt: q.prompt,
+            explanation,
+            kind,
+        });
     }
     if problems.is_empty() {
-        Ok(Quiz { id: quiz_id.to_string(), questions })
+        Ok(Quiz {
+            id: quiz_id.to_string(),
+            title: title.to_string(),
+            questions,
+        })
     } else {
         Err(problems)
     }
@@ -374,14 +493,36 @@ explanation = "16e9 / 2^30."
 "#;
 
     fn quiz() -> Quiz {
-        parse("q", "quiz.toml", QUIZ).unwrap()
+        parse("q", "Q", "quiz.toml", QUIZ).unwrap()
+    }
+
+    fn index_of(q: &Question, text: &str) -> usize {
+        q.options().iter().position(|o| o == text).unwrap()
+    }
+
+    #[test]
+    fn option_order_is_a_stable_shuffle_that_carries_the_key() {
+        assert_eq!(shuffled_order(5, "a/b"), shuffled_order(5, "a/b"));
+        let mut sorted = shuffled_order(7, "x/y");
+        sorted.sort_unstable();
+        assert_eq!(sorted, (0..7).collect::<Vec<_>>());
+        let firsts: BTreeSet<usize> = (0..40)
+            .map(|i| shuffled_order(4, &format!("q/{i}"))[0])
+            .collect();
+        assert!(
+            firsts.len() >= 3,
+            "the first shown option varies between questions: {firsts:?}"
+        );
+        let q = &quiz().questions[0];
+        assert!(q.is_correct(&Answer::Choice(index_of(q, "B"))));
     }
 
     #[test]
     fn single_choice_is_right_only_on_the_key() {
         let q = &quiz().questions[0];
-        assert!(q.is_correct(&Answer::Choice(1)));
-        assert!(!q.is_correct(&Answer::Choice(0)));
+        let (a, b) = (index_of(q, "A"), index_of(q, "B"));
+        assert!(q.is_correct(&Answer::Choice(b)));
+        assert!(!q.is_correct(&Answer::Choice(a)));
         assert!(q.validate(&Answer::Choice(2)).is_err());
         assert!(q.validate(&Answer::Number(1.5)).is_err());
     }
@@ -389,9 +530,16 @@ explanation = "16e9 / 2^30."
     #[test]
     fn multiple_choice_is_all_or_nothing() {
         let q = &quiz().questions[1];
-        assert!(q.is_correct(&Answer::Choices(vec![2, 0])));
-        assert!(!q.is_correct(&Answer::Choices(vec![0])), "a missing correct option fails");
-        assert!(!q.is_correct(&Answer::Choices(vec![0, 1, 2])), "an extra wrong option fails");
+        let (a, b, c) = (index_of(q, "A"), index_of(q, "B"), index_of(q, "C"));
+        assert!(q.is_correct(&Answer::Choices(vec![c, a])));
+        assert!(
+            !q.is_correct(&Answer::Choices(vec![a])),
+            "a missing correct option fails"
+        );
+        assert!(
+            !q.is_correct(&Answer::Choices(vec![a, b, c])),
+            "an extra wrong option fails"
+        );
         assert!(!q.is_correct(&Answer::Choices(vec![])));
         assert!(q.validate(&Answer::Choices(vec![0, 0])).is_err());
         assert!(q.validate(&Answer::Choices(vec![3])).is_err());
@@ -423,29 +571,55 @@ explanation = "16e9 / 2^30."
 
     #[test]
     fn grading_counts_and_explains() {
-        let graded = quiz().grade(&[Answer::Choice(1), Answer::Choices(vec![0]), Answer::Number(14.9)]);
+        let quiz = quiz();
+        let (b, a) = (
+            index_of(&quiz.questions[0], "B"),
+            index_of(&quiz.questions[1], "A"),
+        );
+        let graded = quiz.grade(&[
+            Answer::Choice(b),
+            Answer::Choices(vec![a]),
+            Answer::Number(14.9),
+        ]);
         assert_eq!((graded.correct, graded.total), (2, 3));
         assert!(!graded.passed);
         assert_eq!(graded.percent, 66.6);
         assert!(!graded.questions[1].correct);
-        assert_eq!(graded.questions[1].expected, "A; C");
+        let expected = &graded.questions[1].expected;
+        assert!(expected == "A; C" || expected == "C; A", "{expected}");
         assert_eq!(graded.questions[0].explanation, "B is right.");
     }
 
     #[test]
     fn broken_quizzes_report_lines() {
-        let two_correct = QUIZ.replacen("text = \"A\"\n[[question.option]]\ntext = \"B\"\ncorrect = true", "text = \"A\"\ncorrect = true\n[[question.option]]\ntext = \"B\"\ncorrect = true", 1);
-        let problems = parse("q", "quiz.toml", &two_correct).unwrap_err();
+        let two_correct = QUIZ.replacen(
+            "text = \"A\"\n[[question.option]]\ntext = \"B\"\ncorrect = true",
+            "text = \"A\"\ncorrect = true\n[[question.option]]\ntext = \"B\"\ncorrect = true",
+            1,
+        );
+        let problems = parse("q", "Q", "quiz.toml", &two_correct).unwrap_err();
         assert_eq!(problems[0].line, 3, "{problems:?}");
         assert!(problems[0].message.contains("exactly one correct option"));
 
         let no_tolerance = QUIZ.replace("tolerance = 0.05\n", "");
-        assert!(parse("q", "quiz.toml", &no_tolerance).unwrap_err()[0].message.contains("tolerance"));
+        assert!(
+            parse("q", "Q", "quiz.toml", &no_tolerance).unwrap_err()[0]
+                .message
+                .contains("tolerance")
+        );
 
         let no_explanation = QUIZ.replace("explanation = \"A and C.\"\n", "");
-        assert!(parse("q", "quiz.toml", &no_explanation).unwrap_err()[0].message.contains("explanation"));
+        assert!(
+            parse("q", "Q", "quiz.toml", &no_explanation).unwrap_err()[0]
+                .message
+                .contains("explanation")
+        );
 
         let duplicate = QUIZ.replace("id = \"many\"", "id = \"one\"");
-        assert!(parse("q", "quiz.toml", &duplicate).unwrap_err()[0].message.contains("used twice"));
+        assert!(
+            parse("q", "Q", "quiz.toml", &duplicate).unwrap_err()[0]
+                .message
+                .contains("used twice")
+        );
     }
 }

@@ -1,5 +1,9 @@
 //! HTTP handlers, one file per area. Handlers take `State<AppState>` and return
-//! `Result<_, AppError>`; they hold no logic beyond picking what to render.
+//! `Result<_, AppError>` (or `ApiError` for JSON); they hold no logic beyond validating
+//! input, calling the course or database layer, and picking what to render.
 
 pub mod assets;
+pub mod instructor;
+pub mod me;
 pub mod pages;
+pub mod quiz;

@@ -2,19 +2,51 @@
 //! were rendered at start-up, so a lesson request only fills the page template.
 
 use askama::Template;
-use axum::extract::{OriginalUri, Path, State};
+use std::collections::HashMap;
+
+use axum::extract::{Extension, OriginalUri, Path, State};
 use axum::response::Html;
 
 use crate::app::AppState;
+use crate::course::FINAL_EXAM_ID;
+use crate::db::progress;
 use crate::error::AppError;
-use crate::pages::{AboutPage, HomePage, LessonPage};
+use crate::identity::StudentId;
+use crate::pages::{AboutPage, HomePage, LessonPage, QuizState};
 
-/// `GET /`: the lesson list.
-pub async fn home(State(state): State<AppState>) -> Result<Html<String>, AppError> {
+/// `GET /`: the lesson list with this student's progress.
+pub async fn home(
+    State(state): State<AppState>,
+    Extension(student): Extension<StudentId>,
+) -> Result<Html<String>, AppError> {
+    let (rows, display_name) = state
+        .db
+        .run(move |conn| {
+            Ok((
+                progress::progress(conn, &student.0)?,
+                progress::display_name(conn, &student.0)?,
+            ))
+        })
+        .await?;
+    let by_quiz: HashMap<&str, &progress::QuizProgress> =
+        rows.iter().map(|p| (p.quiz_id.as_str(), p)).collect();
+    let states = state
+        .course
+        .lessons
+        .iter()
+        .map(|l| QuizState::from_progress(by_quiz.get(l.slug.as_str()).copied()))
+        .collect();
     let page = HomePage {
         layout: &state.layout,
         course: &state.course,
         total_minutes: state.course.lessons.iter().map(|l| l.minutes).sum(),
+        states,
+        exam_state: QuizState::from_progress(by_quiz.get(FINAL_EXAM_ID).copied()),
+        passed_count: rows
+            .iter()
+            .filter(|p| p.passed && state.course.quiz(&p.quiz_id).is_some())
+            .count(),
+        display_name,
     };
     Ok(Html(page.render()?))
 }

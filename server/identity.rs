@@ -1,0 +1,89 @@
+//! Who is asking: every visitor gets a random student id in an HttpOnly, SameSite cookie
+//! on first visit, and handlers read it as the [`StudentId`] request extension. No login:
+//! the id is the student's progress key; a display name is optional.
+
+use axum::extract::Request;
+use axum::http::HeaderValue;
+use axum::http::header::SET_COOKIE;
+use axum::middleware::Next;
+use axum::response::Response;
+use axum_extra::extract::CookieJar;
+use axum_extra::extract::cookie::{Cookie, SameSite};
+
+/// Name of the student cookie.
+pub const STUDENT_COOKIE: &str = "gpulab_student";
+
+/// The student making this request (32 lower-case hex digits).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StudentId(pub String);
+
+/// 128 random bits as 32 hex digits, for student ids and instructor sessions.
+pub fn random_token() -> String {
+    let mut bytes = [0u8; 16];
+    // The OS random source failing is not something a web server can recover from.
+    getrandom::fill(&mut bytes).expect("the operating system's random source is available");
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Whether `value` looks like an id we issued (anything else is replaced, not trusted).
+pub fn is_valid_id(value: &str) -> bool {
+    value.len() == 32
+        && value
+            .bytes()
+            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+}
+
+/// Builds a cookie that scripts cannot read and other sites cannot send.
+pub fn private_cookie(name: &'static str, value: String, max_age_days: i64) -> HeaderValue {
+    let cookie = Cookie::build((name, value))
+        .path("/")
+        .http_only(true)
+        .same_site(SameSite::Lax)
+        .max_age(cookie::time::Duration::days(max_age_days))
+        .build();
+    HeaderValue::from_str(&cookie.to_string())
+        .expect("cookie built from hex and ASCII is a valid header")
+}
+
+/// Middleware: attach the student's id, issuing a new one when the cookie is missing
+/// or malformed.
+pub async fn identify(jar: CookieJar, mut request: Request, next: Next) -> Response {
+    let existing = jar
+        .get(STUDENT_COOKIE)
+        .map(|c| c.value().to_string())
+        .filter(|v| is_valid_id(v));
+    let fresh = existing.is_none();
+    let id = existing.unwrap_or_else(random_token);
+    request.extensions_mut().insert(StudentId(id.clone()));
+    let mut response = next.run(request).await;
+    if fresh {
+        response
+            .headers_mut()
+            .append(SET_COOKIE, private_cookie(STUDENT_COOKIE, id, 365));
+    }
+    response
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tokens_are_valid_ids_and_differ() {
+        let (a, b) = (random_token(), random_token());
+        assert!(is_valid_id(&a) && is_valid_id(&b));
+        assert_ne!(a, b);
+        assert!(!is_valid_id("../../etc/passwd"));
+        assert!(!is_valid_id(&a.to_uppercase()));
+    }
+
+    #[test]
+    fn cookies_are_http_only_and_same_site() {
+        let header = private_cookie(STUDENT_COOKIE, random_token(), 1);
+        let text = header.to_str().unwrap();
+        assert!(
+            text.contains("HttpOnly") && text.contains("SameSite=Lax") && text.contains("Path=/"),
+            "{text}"
+        );
+    }
+}

@@ -1,0 +1,131 @@
+//! Saved progress survives a restart and a crash: every attempt acknowledged with a
+//! success response is in the database afterwards, even after SIGKILL mid-stream.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use serde_json::Value;
+
+use crate::quiz::json_answers;
+use crate::support::{BinaryServer, spawn_with, student, test_config};
+
+#[tokio::test]
+async fn progress_survives_a_restart_on_the_same_database() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("gpulab.db");
+    let client = student();
+    let first = spawn_with(test_config(db.clone())).await;
+    let quiz = first.state.course.quiz("training-step").unwrap().clone();
+    let n = quiz.questions.len();
+    let ok = client
+        .post(format!("{}/api/quizzes/training-step/attempts", first.base))
+        .json(&json_answers(&quiz, n))
+        .send()
+        .await
+        .unwrap();
+    assert!(ok.status().is_success());
+    drop(first);
+
+    let second = spawn_with(test_config(db)).await;
+    let data: Value = client
+        .get(format!("{}/api/me/progress", second.base))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(data["progress"][0]["quiz_id"], "training-step");
+    assert_eq!(data["progress"][0]["passed"], true);
+    let home = client
+        .get(&second.base)
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        home.contains("Passed · best 100% · 1 attempt"),
+        "the home page shows yesterday's progress"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigkill_during_a_submission_stream_loses_no_acknowledged_attempt() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("gpulab.db");
+    let server = BinaryServer::start(&db);
+    let quiz = gpulab::course::Course::load(&gpulab::course::ContentSource::Embedded)
+        .unwrap()
+        .quiz("gpu-memory")
+        .unwrap()
+        .clone();
+    let body = json_answers(&quiz, 5);
+    let url = format!("{}/api/quizzes/gpu-memory/attempts", server.base);
+    let client = student();
+    // One identity for every writer: fetch the student cookie before the stream starts.
+    client
+        .get(format!("{}/api/me/progress", server.base))
+        .send()
+        .await
+        .unwrap();
+    let acknowledged = Arc::new(AtomicUsize::new(0));
+    let mut writers = Vec::new();
+    for _ in 0..4 {
+        let (client, url, body, acknowledged) = (
+            client.clone(),
+            url.clone(),
+            body.clone(),
+            Arc::clone(&acknowledged),
+        );
+        writers.push(tokio::spawn(async move {
+            // Bounded: at most 2,000 submissions per writer, and it stops at the first
+            // failure (the server has been killed).
+            for _ in 0..2_000 {
+                match client
+                    .post(&url)
+                    .json(&body)
+                    .timeout(Duration::from_secs(5))
+                    .send()
+                    .await
+                {
+                    Ok(r) if r.status().is_success() => {
+                        acknowledged.fetch_add(1, Ordering::SeqCst);
+                    }
+                    _ => break,
+                }
+            }
+        }));
+    }
+    tokio::time::sleep(Duration::from_millis(1_500)).await;
+    server.kill_hard();
+    for w in writers {
+        w.await.unwrap();
+    }
+    let acked = acknowledged.load(Ordering::SeqCst);
+    assert!(
+        acked > 0,
+        "some submissions were acknowledged before the kill"
+    );
+
+    let restarted = BinaryServer::start(&db);
+    let data: Value = client
+        .get(format!("{}/api/me/progress", restarted.base))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let stored = data["attempts"].as_array().unwrap().len();
+    assert!(
+        stored >= acked,
+        "{acked} acknowledged but only {stored} stored"
+    );
+    assert!(
+        stored <= acked + 4,
+        "at most one unacknowledged commit per writer: {stored} vs {acked}"
+    );
+}

@@ -1,0 +1,178 @@
+//! The instructor gradebook: refused when switched off, refused without the right
+//! token, correct counts over several students, and CSV that parses.
+
+use reqwest::StatusCode;
+
+use crate::quiz::json_answers;
+use crate::support::{spawn, spawn_with, student, test_config};
+
+const TOKEN: &str = "correct-horse-battery-staple";
+
+async fn spawn_with_token() -> (crate::support::TestApp, tempfile::TempDir) {
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = test_config(dir.path().join("gpulab.db"));
+    config.instructor_token = Some(TOKEN.to_string());
+    (spawn_with(config).await, dir)
+}
+
+#[tokio::test]
+async fn the_gradebook_is_refused_when_no_token_is_configured() {
+    let app = spawn().await;
+    for path in ["/instructor", "/instructor/grades.csv"] {
+        let response = reqwest::Client::new()
+            .get(format!("{}{path}", app.base))
+            .bearer_auth("anything")
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), StatusCode::FORBIDDEN, "{path}");
+        assert!(
+            response
+                .text()
+                .await
+                .unwrap()
+                .contains("GPULAB_INSTRUCTOR_TOKEN")
+        );
+    }
+}
+
+#[tokio::test]
+async fn the_gradebook_needs_the_right_token() {
+    let (app, _dir) = spawn_with_token().await;
+    let client = reqwest::Client::new();
+    let form = client
+        .get(format!("{}/instructor", app.base))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(form.status(), StatusCode::OK);
+    let html = form.text().await.unwrap();
+    assert!(html.contains("name=\"token\"") && !html.contains("Class gradebook"));
+    let csv = client
+        .get(format!("{}/instructor/grades.csv", app.base))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(csv.status(), StatusCode::UNAUTHORIZED);
+    let wrong = client
+        .get(format!("{}/instructor/grades.csv", app.base))
+        .bearer_auth("correct-horse")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(wrong.status(), StatusCode::UNAUTHORIZED);
+    let login = student()
+        .post(format!("{}/instructor/login", app.base))
+        .form(&[("token", "nope")])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(login.status(), StatusCode::UNAUTHORIZED);
+    assert!(login.text().await.unwrap().contains("not right"));
+}
+
+#[tokio::test]
+async fn the_gradebook_counts_several_students_and_exports_csv() {
+    let (app, _dir) = spawn_with_token().await;
+    let quiz = app.state.course.quiz("why-gpus").unwrap().clone();
+    let n = quiz.questions.len();
+    let url = format!("{}/api/quizzes/why-gpus/attempts", app.base);
+    // Ada passes on her second try; Bo tries once and fails; Cy never takes the quiz.
+    for (name, scores) in [("Ada <b>", vec![2, n]), ("Bo", vec![1]), ("Cy", vec![])] {
+        let client = student();
+        client
+            .post(format!("{}/me/name", app.base))
+            .form(&[("display_name", name)])
+            .send()
+            .await
+            .unwrap();
+        for right in scores {
+            assert!(
+                client
+                    .post(&url)
+                    .json(&json_answers(&quiz, right))
+                    .send()
+                    .await
+                    .unwrap()
+                    .status()
+                    .is_success()
+            );
+        }
+    }
+
+    let instructor = student();
+    let login = instructor
+        .post(format!("{}/instructor/login", app.base))
+        .form(&[("token", TOKEN)])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(login.status(), StatusCode::SEE_OTHER);
+    let cookie = login.headers()["set-cookie"].to_str().unwrap().to_string();
+    assert!(
+        cookie.contains("HttpOnly") && !cookie.contains(TOKEN),
+        "the cookie holds a session id, not the token"
+    );
+    let page = instructor
+        .get(format!("{}/instructor", app.base))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(page.contains("Class gradebook"));
+    assert!(
+        page.contains("Ada &#60;b&#62;") && !page.contains("Ada <b>"),
+        "names are escaped"
+    );
+    assert!(page.contains("100% · 2× · passed"));
+    assert!(page.contains("2 students with at least one attempt"));
+
+    let csv_text = reqwest::Client::new()
+        .get(format!("{}/instructor/grades.csv", app.base))
+        .bearer_auth(TOKEN)
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    let mut reader = csv::Reader::from_reader(csv_text.as_bytes());
+    let headers = reader.headers().unwrap().clone();
+    let col = |name: &str| headers.iter().position(|h| h == name).unwrap();
+    let rows: Vec<csv::StringRecord> = reader.records().map(Result::unwrap).collect();
+    assert_eq!(rows.len(), 2, "{csv_text}");
+    let ada = rows
+        .iter()
+        .find(|r| &r[col("display_name")] == "Ada <b>")
+        .unwrap();
+    assert_eq!(&ada[col("attempts")], "2");
+    assert_eq!(&ada[col("passed")], "true");
+    assert_eq!(&ada[col("best_percent")], "100.0");
+    let bo = rows
+        .iter()
+        .find(|r| &r[col("display_name")] == "Bo")
+        .unwrap();
+    assert_eq!(&bo[col("attempts")], "1");
+    assert_eq!(&bo[col("passed")], "false");
+
+    let missed = instructor
+        .get(format!("{}/instructor/missed.csv", app.base))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    let mut reader = csv::Reader::from_reader(missed.as_bytes());
+    let records: Vec<csv::StringRecord> = reader.records().map(Result::unwrap).collect();
+    // The last question was answered by three attempts (Ada twice, Bo once) and only
+    // Ada's second attempt got it right.
+    let last = &quiz.questions[n - 1].id;
+    let row = records
+        .iter()
+        .find(|r| &r[1] == last.as_str())
+        .expect("last question is among the missed");
+    assert_eq!((&row[2], &row[3]), ("2", "3"), "{missed}");
+}
