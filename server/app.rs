@@ -21,6 +21,7 @@ use crate::config::Config;
 use crate::course::problem::Problems;
 use crate::course::{ContentSource, Course};
 use crate::db::{Db, DbError};
+use crate::gpu::Engine;
 use crate::identity;
 use crate::pages::Layout;
 use crate::routes;
@@ -38,6 +39,8 @@ pub struct AppState {
     pub layout: Arc<Layout>,
     /// The database of students and attempts.
     pub db: Db,
+    /// The experiment engine (GPU or CPU) and its queue.
+    pub engine: Engine,
     /// Instructor session ids issued since start-up.
     pub instructor_sessions: Arc<Mutex<HashSet<String>>>,
 }
@@ -61,12 +64,14 @@ impl AppState {
         let db = Db::open(&config.database)?;
         let assets = Assets::load();
         let layout = Layout::new(&course.title, &assets);
+        let engine = Engine::start(config.limits.clone());
         Ok(Self {
             config: Arc::new(config),
             course: Arc::new(course),
             assets: Arc::new(assets),
             layout: Arc::new(layout),
             db,
+            engine,
             instructor_sessions: Arc::default(),
         })
     }
@@ -80,7 +85,7 @@ pub const MAX_BODY_BYTES: usize = 64 * 1024;
 
 /// Maps every URL to its handler.
 pub fn router(state: AppState) -> Router {
-    use routes::{instructor, me, pages, quiz};
+    use routes::{experiments, instructor, me, pages, quiz};
     // Pages and APIs know the student (the middleware issues the cookie); static files
     // and the instructor routes do not need to.
     let student_routes = Router::new()
@@ -104,6 +109,10 @@ pub fn router(state: AppState) -> Router {
     Router::new()
         .merge(student_routes)
         .route("/about", get(pages::about))
+        .route("/api/device", get(experiments::device))
+        .route("/api/doctor", get(experiments::doctor))
+        .route("/api/experiments/transfer", post(experiments::transfer))
+        .route("/api/jobs/{id}", get(experiments::job))
         .route("/instructor", get(instructor::gradebook))
         .route("/instructor/login", post(instructor::login))
         .route("/instructor/logout", post(instructor::logout))

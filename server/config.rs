@@ -19,6 +19,8 @@ pub struct Config {
     /// When set, `/instructor` shows the class gradebook to whoever presents this token.
     /// Never logged, never put in a URL.
     pub instructor_token: Option<String>,
+    /// Caps that protect the shared GPU: queue length, job time limit, sizes.
+    pub limits: crate::gpu::Limits,
 }
 
 impl Default for Config {
@@ -28,6 +30,7 @@ impl Default for Config {
             content_dir: None,
             database: PathBuf::from("gpulab.db"),
             instructor_token: None,
+            limits: crate::gpu::Limits::default(),
         }
     }
 }

@@ -20,6 +20,9 @@
 //!   handlers as a request extension. No accounts, no passwords.
 //! - [`db`]: the SQLite database (WAL, migrated on start-up) of students, quiz attempts
 //!   and answers, and the instructor's gradebook queries.
+//! - [`gpu`]: the experiment engine: the GPU (cudarc, NVRTC, NVML, loaded at run time)
+//!   or the CPU when there is none, behind a bounded queue and one worker thread. All
+//!   `unsafe` lives there.
 //! - [`assets`]: the static files under `web/static/`, embedded in the binary with their
 //!   content types and ETags, so the binary serves the course from any directory.
 
@@ -29,6 +32,7 @@ pub mod config;
 pub mod course;
 pub mod db;
 pub mod error;
+pub mod gpu;
 pub mod identity;
 pub mod pages;
 pub mod routes;

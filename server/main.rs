@@ -4,12 +4,14 @@
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use clap::{Args, Parser, Subcommand};
 use gpulab::app::{AppState, serve};
 use gpulab::config::Config;
 use gpulab::course::{ContentSource, Course};
+use gpulab::gpu::{Limits, card, cuda::CudaHandle, doctor as gpu_doctor, transfer};
 use tracing_subscriber::EnvFilter;
 
 /// GPU Lab: a browser course on how GPUs behave under model training.
@@ -37,6 +39,27 @@ enum Command {
     /// Checks front matter, the lesson list, directives, code languages, math and every
     /// internal link. Exits non-zero if anything is wrong.
     Check(CheckArgs),
+    /// Run the layered GPU check: driver library, NVML, CUDA context, NVRTC, cuBLAS.
+    ///
+    /// Each layer prints ok, FAILED with the underlying error, or skipped. Use it first
+    /// when the course says it runs on the CPU but you expected a GPU.
+    Doctor,
+    /// Print the device card: the GPU (or the CPU when there is none).
+    Device,
+    /// Run a benchmark on this machine and print a table.
+    #[command(subcommand)]
+    Bench(BenchCommand),
+}
+
+#[derive(Subcommand)]
+enum BenchCommand {
+    /// Host-to-device and device-to-host bandwidth, pinned and pageable, 1 KiB up to
+    /// --max-bytes (memcpy bandwidth on a machine without a GPU).
+    Transfer {
+        /// Largest copy in bytes.
+        #[arg(long, default_value_t = 1 << 30)]
+        max_bytes: u64,
+    },
 }
 
 #[derive(Args, Clone)]
@@ -65,6 +88,16 @@ struct ServeArgs {
         value_name = "TOKEN"
     )]
     instructor_token: Option<String>,
+    /// Experiments that may wait in the queue at once; more are refused with 429 and
+    /// Retry-After. Experiments always run one at a time.
+    #[arg(long, env = "GPULAB_QUEUE_LENGTH", default_value_t = 16)]
+    queue_length: usize,
+    /// Longest one experiment may run, in seconds, before it is stopped.
+    #[arg(long, env = "GPULAB_JOB_TIMEOUT_SECS", default_value_t = 120)]
+    job_timeout_secs: u64,
+    /// Largest transfer-benchmark size in bytes a student may ask for.
+    #[arg(long, env = "GPULAB_MAX_TRANSFER_BYTES", default_value_t = 1 << 30)]
+    max_transfer_bytes: u64,
 }
 
 #[derive(Args)]
@@ -80,6 +113,9 @@ fn main() -> ExitCode {
     match cli.command {
         Some(Command::Check(args)) => check(args),
         Some(Command::Serve(args)) => run_server(args),
+        Some(Command::Doctor) => doctor(),
+        Some(Command::Device) => device(),
+        Some(Command::Bench(BenchCommand::Transfer { max_bytes })) => bench_transfer(max_bytes),
         None => run_server(cli.serve),
     }
 }
@@ -147,6 +183,11 @@ async fn serve_until_signal(args: ServeArgs) -> anyhow::Result<()> {
         content_dir: args.content,
         database: args.database,
         instructor_token: args.instructor_token,
+        limits: Limits {
+            queue_capacity: args.queue_length,
+            job_timeout: Duration::from_secs(args.job_timeout_secs),
+            max_transfer_bytes: args.max_transfer_bytes,
+        },
     };
     let state = AppState::new(config.clone()).context("cannot start")?;
     let listener = tokio::net::TcpListener::bind(config.addr)
@@ -192,5 +233,76 @@ async fn shutdown_signal() {
     tokio::select! {
         () = ctrl_c => tracing::info!("Ctrl-C received, shutting down"),
         () = terminate => tracing::info!("SIGTERM received, shutting down"),
+    }
+}
+
+fn doctor() -> ExitCode {
+    let report = gpu_doctor::run();
+    for (i, layer) in report.layers.iter().enumerate() {
+        let mark = match layer.status {
+            gpu_doctor::Status::Ok => "ok     ",
+            gpu_doctor::Status::Failed => "FAILED ",
+            gpu_doctor::Status::Skipped => "skipped",
+        };
+        println!("{}. [{mark}] {}: {}", i + 1, layer.name, layer.detail);
+    }
+    println!("\n{}", report.verdict);
+    ExitCode::SUCCESS
+}
+
+fn device() -> ExitCode {
+    let card = CudaHandle::open()
+        .map(|h| h.card)
+        .unwrap_or_else(|reason| card::cpu_card(&reason));
+    match serde_json::to_string_pretty(&card) {
+        Ok(text) => {
+            println!("{text}");
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("gpulab: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn bench_transfer(max_bytes: u64) -> ExitCode {
+    let params = transfer::TransferParams { max_bytes };
+    let deadline = Instant::now() + Duration::from_secs(600);
+    let (result, device) = match CudaHandle::open() {
+        Ok(gpu) => (
+            transfer::run_cuda(&gpu, &params, deadline),
+            gpu.card.name.clone(),
+        ),
+        Err(reason) => {
+            eprintln!("No GPU ({reason}): measuring CPU memcpy bandwidth instead.");
+            (transfer::run_cpu(&params, deadline), card::cpu_info().model)
+        }
+    };
+    match result {
+        Ok(result) => {
+            println!(
+                "Transfer bandwidth on {device} (GB/s = 1e9 B/s; median [min, max] of {} samples)",
+                transfer::SAMPLES
+            );
+            println!(
+                "{:>14}  {:>4}  {:>8}  {:>10}  {:>21}",
+                "bytes", "dir", "memory", "median", "spread"
+            );
+            for p in &result.points {
+                println!(
+                    "{:>14}  {:>4}  {:>8}  {:>10.2}  [{:>8.2}, {:>8.2}]",
+                    p.bytes, p.direction, p.memory, p.gbps.median, p.gbps.min, p.gbps.max
+                );
+            }
+            if let Some(peak) = result.link_peak_gbps {
+                println!("PCIe link theoretical peak: {peak:.1} GB/s per direction");
+            }
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("gpulab: {e}");
+            ExitCode::FAILURE
+        }
     }
 }

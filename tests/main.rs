@@ -4,8 +4,11 @@
 mod cli;
 mod content;
 mod durability;
+mod experiments;
+mod gpu;
 mod gradebook;
 mod http;
+mod kernels;
 mod nojs;
 mod quiz;
 mod support;

@@ -23,3 +23,15 @@ for component in rustfmt clippy; do
     rustup component add "$component"
   fi
 done
+
+# NVRTC from NVIDIA's pip wheels (pinned): it runs without a GPU, so the test suite can
+# prove every kernel in kernels/ compiles. Installed into target/, not system-wide.
+NVRTC_DIR="${NVRTC_DIR:-target/cuda-wheels}"
+NVRTC_WHEELS=(nvidia-cuda-nvrtc-cu12==12.9.86 nvidia-cuda-runtime-cu12==12.9.79)
+if [[ ! -f "$NVRTC_DIR/.installed-12.9.86" ]]; then
+  command -v python3 >/dev/null || { echo "setup: python3 is required to fetch the NVRTC wheel" >&2; exit 1; }
+  echo "setup: installing ${NVRTC_WHEELS[*]} into $NVRTC_DIR"
+  rm -rf "$NVRTC_DIR"
+  python3 -m pip install -q --disable-pip-version-check --no-deps --target "$NVRTC_DIR" "${NVRTC_WHEELS[@]}"
+  touch "$NVRTC_DIR/.installed-12.9.86"
+fi

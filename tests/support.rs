@@ -46,6 +46,7 @@ pub fn test_config(database: PathBuf) -> Config {
         content_dir: None,
         database,
         instructor_token: None,
+        limits: gpulab::gpu::Limits::default(),
     }
 }
 

@@ -1,0 +1,150 @@
+//! The CUDA kernels in `kernels/`, embedded in the binary and compiled at run time by
+//! NVRTC for the device's architecture. `common.cuh` is pasted in place of its
+//! `#include`, so NVRTC needs only the CUDA headers (`cuda_fp16.h`, `cuda_bf16.h`),
+//! found in `GPULAB_CUDA_INCLUDE`, `CUDA_HOME`/`CUDA_PATH` or `/usr/local/cuda/include`.
+
+use std::path::Path;
+
+use cudarc::nvrtc::{CompileOptions, Ptx, compile_ptx_with_opts};
+
+use super::libs::{Library, guarded};
+
+/// The shared header every kernel file includes.
+pub const COMMON: &str = include_str!("../../kernels/common.cuh");
+
+/// One kernel source file.
+#[derive(Debug, Clone, Copy)]
+pub struct KernelFile {
+    /// File name in `kernels/`.
+    pub name: &'static str,
+    /// Its text as embedded at build time.
+    pub source: &'static str,
+    /// The `extern "C"` entry points it defines.
+    pub functions: &'static [&'static str],
+}
+
+/// Every kernel file, so tests can compile them all.
+pub const FILES: &[KernelFile] = &[
+    KernelFile {
+        name: "busy.cu",
+        source: include_str!("../../kernels/busy.cu"),
+        functions: &["busy_f32"],
+    },
+    KernelFile {
+        name: "elementwise.cu",
+        source: include_str!("../../kernels/elementwise.cu"),
+        functions: &[
+            "fill_f32",
+            "add_bias_f32",
+            "relu_f32",
+            "relu_bf16",
+            "relu_backward_f32",
+            "f32_to_bf16",
+        ],
+    },
+];
+
+/// The file defining `function`, if any.
+pub fn file_for(function: &str) -> Option<&'static KernelFile> {
+    FILES.iter().find(|f| f.functions.contains(&function))
+}
+
+/// The source NVRTC sees: the file with `#include "common.cuh"` replaced by the header.
+pub fn full_source(file: &KernelFile) -> String {
+    file.source.replace("#include \"common.cuh\"", COMMON)
+}
+
+/// Folders that may hold the CUDA headers, in the order they are tried.
+pub fn include_paths() -> Vec<String> {
+    let mut paths: Vec<String> = Vec::new();
+    if let Ok(list) = std::env::var("GPULAB_CUDA_INCLUDE") {
+        paths.extend(
+            list.split(':')
+                .filter(|p| !p.is_empty())
+                .map(str::to_string),
+        );
+    }
+    for var in ["CUDA_HOME", "CUDA_PATH"] {
+        if let Ok(root) = std::env::var(var) {
+            paths.push(format!("{root}/include"));
+        }
+    }
+    paths.push("/usr/local/cuda/include".to_string());
+    paths
+        .into_iter()
+        .filter(|p| Path::new(p).join("cuda_fp16.h").exists())
+        .collect()
+}
+
+/// The NVRTC architecture flag for compute capability `major.minor`.
+pub fn arch_for(major: i32, minor: i32) -> Option<&'static str> {
+    Some(match (major, minor) {
+        (7, 0) => "compute_70",
+        (7, 5) => "compute_75",
+        (8, 0) => "compute_80",
+        (8, 6) => "compute_86",
+        (8, 9) => "compute_89",
+        (9, 0) => "compute_90",
+        (10, 0) => "compute_100",
+        (12, 0) => "compute_120",
+        (m, _) if m >= 9 => "compute_90",
+        (8, _) => "compute_80",
+        _ => return None,
+    })
+}
+
+/// Compiles `file` to PTX for `arch` (e.g. `compute_80`). Errors carry NVRTC's log.
+pub fn compile(file: &KernelFile, arch: &'static str) -> Result<Ptx, String> {
+    if !Library::Nvrtc.is_present() {
+        return Err(format!(
+            "{} not found: install the CUDA toolkit or the nvidia-cuda-nvrtc-cu12 wheel and add its lib folder to LD_LIBRARY_PATH",
+            Library::Nvrtc.file_name()
+        ));
+    }
+    let includes = include_paths();
+    if includes.is_empty() {
+        return Err("CUDA headers (cuda_fp16.h) not found: set GPULAB_CUDA_INCLUDE to a CUDA include folder".to_string());
+    }
+    let options = CompileOptions {
+        arch: Some(arch),
+        include_paths: includes,
+        name: Some(file.name.to_string()),
+        options: vec!["--std=c++17".to_string()],
+        ..Default::default()
+    };
+    let source = full_source(file);
+    guarded(move || compile_ptx_with_opts(source, options))?
+        .map_err(|e| format!("NVRTC could not compile {}: {e}", file.name))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_kernel_file_is_registered_with_its_functions() {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("kernels");
+        let mut on_disk: Vec<String> = std::fs::read_dir(&dir)
+            .unwrap()
+            .filter_map(|e| e.ok()?.file_name().into_string().ok())
+            .filter(|n| n.ends_with(".cu"))
+            .collect();
+        on_disk.sort();
+        let mut registered: Vec<String> = FILES.iter().map(|f| f.name.to_string()).collect();
+        registered.sort();
+        assert_eq!(on_disk, registered, "add new .cu files to kernels::FILES");
+        for file in FILES {
+            for function in file.functions {
+                assert!(
+                    file.source.contains(&format!("void {function}(")),
+                    "{} lacks {function}",
+                    file.name
+                );
+            }
+            assert!(!full_source(file).contains("#include \"common.cuh\""));
+        }
+        assert_eq!(file_for("relu_bf16").unwrap().name, "elementwise.cu");
+        assert_eq!(arch_for(9, 0), Some("compute_90"));
+        assert_eq!(arch_for(6, 1), None);
+    }
+}

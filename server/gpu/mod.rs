@@ -1,0 +1,224 @@
+//! The experiment engine: everything that touches the GPU, and its CPU stand-in. All
+//! `unsafe` in GPU Lab lives under this module, each block with a `// SAFETY:` line.
+//!
+//! - [`libs`]: run-time loading of libcuda / libnvrtc / libcublas without panicking.
+//! - [`doctor`]: the layered check a newcomer reads to see which layer is missing.
+//! - [`card`]: the device card (GPU from NVML and the driver API; CPU from `/proc`).
+//! - [`cuda`]: the CUDA device handle (context, stream, NVML, NVRTC module cache).
+//! - [`kernels`]: the `.cu` files in `kernels/`, embedded and compiled by NVRTC.
+//! - [`queue`]: the bounded job queue and its single worker thread.
+//! - [`stats`]: medians and spreads of repeated measurements.
+//! - [`transfer`]: the host↔device bandwidth experiment, on CUDA or CPU.
+//!
+//! The binary is one build for both backends: no cargo feature and no CUDA at build
+//! time. [`Engine::start`] opens the GPU on the worker thread if it can, and falls back
+//! to the CPU backend otherwise, with the reason in the device card's note.
+
+#![allow(unsafe_code)]
+
+pub mod card;
+pub mod cuda;
+pub mod doctor;
+pub mod kernels;
+pub mod libs;
+pub mod queue;
+pub mod stats;
+pub mod transfer;
+
+use std::sync::Arc;
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+
+use card::DeviceCard;
+use cuda::CudaHandle;
+use queue::{JobState, Queue, QueueFull};
+use transfer::TransferParams;
+
+/// Server-side caps that protect a shared GPU.
+#[derive(Debug, Clone)]
+pub struct Limits {
+    /// Jobs that may wait at once; more get 429.
+    pub queue_capacity: usize,
+    /// Longest one experiment may run.
+    pub job_timeout: Duration,
+    /// Largest transfer-benchmark size in bytes.
+    pub max_transfer_bytes: u64,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Self {
+            queue_capacity: 16,
+            job_timeout: Duration::from_secs(120),
+            max_transfer_bytes: 1 << 30,
+        }
+    }
+}
+
+/// An experiment request, already validated against [`Limits`].
+#[derive(Debug, Clone)]
+pub enum Experiment {
+    /// Host↔device bandwidth sweep.
+    Transfer(TransferParams),
+}
+
+impl Experiment {
+    fn method(&self) -> String {
+        match self {
+            Self::Transfer(_) => format!(
+                "{} warm-up copies, then {} samples per size of several back-to-back copies each; pinned copies timed with CUDA events, pageable copies with a host clock around a synchronised stream; median and min/max reported; GB = 1e9 bytes",
+                transfer::WARMUPS,
+                transfer::SAMPLES
+            ),
+        }
+    }
+}
+
+/// Where a result came from, stamped on every result.
+#[derive(Debug, Clone, Serialize)]
+pub struct Provenance {
+    /// `cuda` or `cpu`.
+    pub backend: &'static str,
+    /// Device (or CPU) name.
+    pub device: String,
+    /// NVIDIA driver version, GPU only.
+    pub driver_version: Option<String>,
+    /// CUDA version the driver supports, GPU only.
+    pub cuda_version: Option<String>,
+    /// PCIe generation and width as `gen4 x16`, GPU only.
+    pub pcie: Option<String>,
+    /// Maximum SM clock in MHz, GPU only.
+    pub sm_clock_max_mhz: Option<u32>,
+    /// Other processes on the GPU when the job started (NVML), GPU only.
+    pub other_gpu_processes: Option<usize>,
+    /// How it was measured.
+    pub method: String,
+    /// Wall time the job took, in seconds.
+    pub seconds: f64,
+}
+
+enum Backend {
+    Cuda(Box<CudaHandle>),
+    Cpu,
+}
+
+/// The running engine: the worker thread, its queue, and what it runs on.
+#[derive(Clone)]
+pub struct Engine {
+    queue: Arc<Queue<Experiment>>,
+    /// The device the worker opened.
+    pub card: Arc<DeviceCard>,
+    /// The doctor report taken at start-up.
+    pub doctor: Arc<doctor::Report>,
+    /// The caps in force.
+    pub limits: Arc<Limits>,
+}
+
+impl Engine {
+    /// Starts the worker, which opens the GPU if it can (or uses the CPU).
+    pub fn start(limits: Limits) -> Self {
+        let queue: Arc<Queue<Experiment>> = Queue::new(limits.queue_capacity);
+        let (tx, rx) = mpsc::channel();
+        let timeout = limits.job_timeout;
+        let worker_queue = Arc::clone(&queue);
+        std::thread::Builder::new()
+            .name("gpulab-engine".into())
+            .spawn(move || {
+                let report = doctor::run();
+                let (mut backend, card) = match CudaHandle::open() {
+                    Ok(handle) => {
+                        let card = handle.card.clone();
+                        (Backend::Cuda(Box::new(handle)), card)
+                    }
+                    Err(reason) => (Backend::Cpu, card::cpu_card(&reason)),
+                };
+                let _ = tx.send((card.clone(), report));
+                queue::spawn_worker(worker_queue, move |job| {
+                    run_job(&mut backend, &card, &job, timeout)
+                });
+            })
+            .expect("the OS can start the engine thread");
+        let (card, report) = rx
+            .recv()
+            .unwrap_or_else(|_| (card::cpu_card("the engine failed to start"), doctor::run()));
+        tracing::info!(backend = card.kind, device = %card.name, "experiment engine ready");
+        Self {
+            queue,
+            card: Arc::new(card),
+            doctor: Arc::new(report),
+            limits: Arc::new(limits),
+        }
+    }
+
+    /// Queues an experiment; returns its job id and position.
+    pub fn submit(&self, experiment: Experiment) -> Result<(u64, usize), QueueFull> {
+        self.queue.submit(experiment)
+    }
+
+    /// A job's state.
+    pub fn job(&self, id: u64) -> Option<JobState> {
+        self.queue.state(id)
+    }
+
+    /// Jobs waiting now.
+    pub fn queue_depth(&self) -> usize {
+        self.queue.depth()
+    }
+
+    /// Estimated wait for a new job, in seconds.
+    pub fn estimated_wait_secs(&self) -> f64 {
+        self.queue.estimated_wait_secs()
+    }
+}
+
+fn run_job(
+    backend: &mut Backend,
+    card: &DeviceCard,
+    job: &Experiment,
+    timeout: Duration,
+) -> JobState {
+    let started = Instant::now();
+    let deadline = started + timeout;
+    let (outcome, other) = match (backend, job) {
+        (Backend::Cuda(gpu), Experiment::Transfer(p)) => {
+            let other = gpu.other_processes();
+            (
+                transfer::run_cuda(gpu, p, deadline)
+                    .map(|r| serde_json::to_value(r).unwrap_or_default()),
+                other,
+            )
+        }
+        (Backend::Cpu, Experiment::Transfer(p)) => (
+            transfer::run_cpu(p, deadline).map(|r| serde_json::to_value(r).unwrap_or_default()),
+            None,
+        ),
+    };
+    match outcome {
+        Ok(mut result) => {
+            let provenance = Provenance {
+                backend: card.kind,
+                device: card.name.clone(),
+                driver_version: card.driver_version.clone(),
+                cuda_version: card.cuda_driver_version.clone(),
+                pcie: card
+                    .pcie
+                    .as_ref()
+                    .map(|p| format!("gen{} x{}", p.generation, p.width)),
+                sm_clock_max_mhz: card.sm_clock_max_mhz,
+                other_gpu_processes: other,
+                method: job.method(),
+                seconds: started.elapsed().as_secs_f64(),
+            };
+            if let Some(object) = result.as_object_mut() {
+                object.insert(
+                    "provenance".into(),
+                    serde_json::to_value(provenance).unwrap_or_default(),
+                );
+            }
+            JobState::Done { result }
+        }
+        Err(error) => JobState::Failed { error },
+    }
+}

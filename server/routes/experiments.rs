@@ -1,0 +1,93 @@
+//! Live experiments over HTTP. Reading the device card or the start-up doctor report is
+//! instant; an experiment is queued and answered with `202 Accepted`, a job id and its
+//! queue position, and the browser polls `/api/jobs/{id}` until it is done. A full
+//! queue answers `429 Too Many Requests` with `Retry-After`; sizes above the server's
+//! caps answer 422 with the cap in the message.
+
+use axum::Json;
+use axum::body::Bytes;
+use axum::extract::{Path, State};
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use serde_json::json;
+
+use crate::app::AppState;
+use crate::error::{ApiError, AppError};
+use crate::gpu::Experiment;
+use crate::gpu::transfer::{MIN_BYTES, TransferParams};
+
+/// `GET /api/device`: the device card (`device.kind` is `cuda` or `cpu`).
+pub async fn device(State(state): State<AppState>) -> Json<serde_json::Value> {
+    Json(json!({ "device": *state.engine.card, "queue_depth": state.engine.queue_depth() }))
+}
+
+/// `GET /api/doctor`: the layered check taken when the server started.
+pub async fn doctor(State(state): State<AppState>) -> Json<crate::gpu::doctor::Report> {
+    Json((*state.engine.doctor).clone())
+}
+
+fn parse<T: serde::de::DeserializeOwned>(body: &[u8], example: &str) -> Result<T, AppError> {
+    let text = std::str::from_utf8(body)
+        .map_err(|_| AppError::BadRequest("the request body is not valid UTF-8".into()))?;
+    serde_json::from_str(text)
+        .map_err(|e| AppError::BadRequest(format!("the body must be JSON like {example}: {e}")))
+}
+
+fn accepted(state: &AppState, experiment: Experiment) -> Result<Response, ApiError> {
+    match state.engine.submit(experiment) {
+        Ok((id, position)) => Ok((
+            StatusCode::ACCEPTED,
+            [(header::LOCATION, format!("/api/jobs/{id}"))],
+            Json(json!({
+                "job_id": id,
+                "status": "queued",
+                "position": position,
+                "estimated_wait_secs": state.engine.estimated_wait_secs().round(),
+                "poll": format!("/api/jobs/{id}"),
+            })),
+        )
+            .into_response()),
+        Err(full) => {
+            let mut response = (
+                StatusCode::TOO_MANY_REQUESTS,
+                Json(json!({ "error": { "status": 429, "message": format!("The experiment queue is full: the GPU is busy with other students' experiments. Try again in about {} s.", full.retry_after_secs) } })),
+            )
+                .into_response();
+            response.headers_mut().insert(
+                header::RETRY_AFTER,
+                HeaderValue::from(full.retry_after_secs),
+            );
+            Ok(response)
+        }
+    }
+}
+
+/// `POST /api/experiments/transfer` with `{"max_bytes": …}`.
+pub async fn transfer(State(state): State<AppState>, body: Bytes) -> Result<Response, ApiError> {
+    let params: TransferParams = parse(&body, r#"{"max_bytes": 1073741824}"#)?;
+    let cap = state.engine.limits.max_transfer_bytes;
+    if params.max_bytes < MIN_BYTES || params.max_bytes > cap {
+        return Err(AppError::Invalid(format!(
+            "max_bytes must be between {MIN_BYTES} and {cap} (this server's cap)"
+        ))
+        .into());
+    }
+    accepted(&state, Experiment::Transfer(params))
+}
+
+/// `GET /api/jobs/{id}`: queued (with position), running, done (with result) or failed.
+pub async fn job(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+) -> Result<Json<serde_json::Value>, ApiError> {
+    let id: u64 = id
+        .parse()
+        .map_err(|_| AppError::BadRequest(format!("job ids are whole numbers, not `{id}`")))?;
+    let job = state
+        .engine
+        .job(id)
+        .ok_or_else(|| AppError::NotFound(format!("/api/jobs/{id}")))?;
+    let mut body = serde_json::to_value(job).unwrap_or_default();
+    body["job_id"] = json!(id);
+    Ok(Json(body))
+}

@@ -1,0 +1,181 @@
+//! The experiment API on whatever backend this machine has (the CPU in CI): the device
+//! card and doctor shapes, a transfer job from queue to result, caps and bad input as
+//! 4xx, and a full queue as 429 with Retry-After.
+
+use std::time::{Duration, Instant};
+
+use reqwest::StatusCode;
+use serde_json::{Value, json};
+
+use crate::support::{TestApp, spawn, spawn_with, test_config};
+
+async fn wait_for(app: &TestApp, id: u64) -> Value {
+    let deadline = Instant::now() + Duration::from_secs(120);
+    loop {
+        let job: Value = app
+            .get(&format!("/api/jobs/{id}"))
+            .await
+            .json()
+            .await
+            .unwrap();
+        match job["status"].as_str().unwrap() {
+            "done" | "failed" => return job,
+            "queued" => assert!(job["position"].as_u64().unwrap() >= 1),
+            "running" => {}
+            other => panic!("unknown status {other}"),
+        }
+        assert!(Instant::now() < deadline, "job {id} did not finish");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+async fn post(app: &TestApp, path: &str, body: Value) -> reqwest::Response {
+    reqwest::Client::new()
+        .post(format!("{}{path}", app.base))
+        .json(&body)
+        .send()
+        .await
+        .unwrap()
+}
+
+#[tokio::test]
+async fn the_device_card_and_doctor_describe_this_machine() {
+    let app = spawn().await;
+    let card: Value = app.get("/api/device").await.json().await.unwrap();
+    let kind = card["device"]["kind"].as_str().unwrap();
+    assert!(kind == "cpu" || kind == "cuda");
+    assert!(card["device"]["cpu"]["logical_cores"].as_u64().unwrap() >= 1);
+    assert!(!card["device"]["name"].as_str().unwrap().is_empty());
+    let doctor: Value = app.get("/api/doctor").await.json().await.unwrap();
+    let layers = doctor["layers"].as_array().unwrap();
+    assert_eq!(layers.len(), 5);
+    assert_eq!(doctor["backend"], kind);
+    for layer in layers {
+        assert!(["ok", "failed", "skipped"].contains(&layer["status"].as_str().unwrap()));
+    }
+}
+
+#[tokio::test]
+async fn a_transfer_job_runs_and_reports_bandwidth_with_provenance() {
+    let app = spawn().await;
+    let response = post(
+        &app,
+        "/api/experiments/transfer",
+        json!({"max_bytes": 1 << 20}),
+    )
+    .await;
+    assert_eq!(response.status(), StatusCode::ACCEPTED);
+    let queued: Value = response.json().await.unwrap();
+    assert!(queued["position"].as_u64().unwrap() >= 1);
+    let job = wait_for(&app, queued["job_id"].as_u64().unwrap()).await;
+    assert_eq!(job["status"], "done", "{job}");
+    let result = &job["result"];
+    let points = result["points"].as_array().unwrap();
+    assert_eq!(
+        points.len(),
+        gpulab::gpu::transfer::sizes(1 << 20).len()
+            * if app.state.engine.card.kind == "cuda" {
+                4
+            } else {
+                1
+            }
+    );
+    for p in points {
+        let g = &p["gbps"];
+        assert!(g["median"].as_f64().unwrap() > 0.0, "{p}");
+        assert!(g["min"].as_f64().unwrap() <= g["median"].as_f64().unwrap());
+    }
+    assert_eq!(result["provenance"]["backend"], app.state.engine.card.kind);
+    assert!(
+        result["provenance"]["method"]
+            .as_str()
+            .unwrap()
+            .contains("median")
+    );
+}
+
+#[tokio::test]
+async fn caps_and_bad_parameters_get_a_clear_4xx() {
+    let app = spawn().await;
+    let cap = app.state.engine.limits.max_transfer_bytes;
+    for (body, status, message) in [
+        (
+            json!({"max_bytes": cap + 1}),
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "cap",
+        ),
+        (
+            json!({"max_bytes": 10}),
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "between",
+        ),
+        (
+            json!({"max_bytes": -5}),
+            StatusCode::BAD_REQUEST,
+            "must be JSON",
+        ),
+        (
+            json!({"max_bytes": "big"}),
+            StatusCode::BAD_REQUEST,
+            "must be JSON",
+        ),
+        (
+            json!({"max_bytes": 4096, "extra": true}),
+            StatusCode::BAD_REQUEST,
+            "unknown field",
+        ),
+        (json!({}), StatusCode::BAD_REQUEST, "missing field"),
+    ] {
+        let response = post(&app, "/api/experiments/transfer", body.clone()).await;
+        assert_eq!(response.status(), status, "{body}");
+        let error: Value = response.json().await.unwrap();
+        assert!(
+            error["error"]["message"]
+                .as_str()
+                .unwrap()
+                .contains(message),
+            "{body}: {error}"
+        );
+    }
+    assert_eq!(
+        app.get("/api/jobs/123456").await.status(),
+        StatusCode::NOT_FOUND
+    );
+    assert_eq!(
+        app.get("/api/jobs/abc").await.status(),
+        StatusCode::BAD_REQUEST
+    );
+}
+
+#[tokio::test]
+async fn a_full_queue_answers_429_with_retry_after() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = test_config(dir.path().join("gpulab.db"));
+    config.limits.queue_capacity = 1;
+    let app = spawn_with(config).await;
+    let body = json!({"max_bytes": 64 << 20});
+    let mut statuses = Vec::new();
+    let mut retry_after = None;
+    for _ in 0..4 {
+        let response = post(&app, "/api/experiments/transfer", body.clone()).await;
+        statuses.push(response.status());
+        if response.status() == StatusCode::TOO_MANY_REQUESTS {
+            retry_after = response
+                .headers()
+                .get("retry-after")
+                .map(|v| v.to_str().unwrap().to_string());
+            let error: Value = response.json().await.unwrap();
+            assert!(
+                error["error"]["message"]
+                    .as_str()
+                    .unwrap()
+                    .contains("queue is full")
+            );
+        }
+    }
+    assert!(
+        statuses.contains(&StatusCode::TOO_MANY_REQUESTS),
+        "{statuses:?}"
+    );
+    assert!(retry_after.unwrap().parse::<u64>().unwrap() >= 1);
+}

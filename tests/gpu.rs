@@ -1,0 +1,62 @@
+//! GPU-only checks. They run when this machine has a usable GPU and are reported as
+//! SKIPPED, loudly, when it does not (as in CI).
+
+use std::time::{Duration, Instant};
+
+use gpulab::gpu::cuda::CudaHandle;
+use gpulab::gpu::transfer::{TransferParams, run_cuda};
+
+fn gpu() -> Option<CudaHandle> {
+    match CudaHandle::open() {
+        Ok(handle) => Some(handle),
+        Err(reason) => {
+            eprintln!("SKIPPED GPU test: no usable GPU ({reason})");
+            None
+        }
+    }
+}
+
+#[test]
+fn gpu_transfers_are_real_and_pinned_beats_pageable_at_large_sizes() {
+    let Some(gpu) = gpu() else { return };
+    assert_eq!(gpu.card.kind, "cuda");
+    let result = run_cuda(
+        &gpu,
+        &TransferParams {
+            max_bytes: 256 << 20,
+        },
+        Instant::now() + Duration::from_secs(120),
+    )
+    .unwrap();
+    let at = |dir: &str, mem: &str| {
+        result
+            .points
+            .iter()
+            .rfind(|p| p.direction == dir && p.memory == mem)
+            .unwrap()
+            .gbps
+            .median
+    };
+    for dir in ["h2d", "d2h"] {
+        assert!(at(dir, "pinned") > 1.0, "{dir} pinned bandwidth");
+        assert!(
+            at(dir, "pinned") >= at(dir, "pageable") * 0.9,
+            "{dir}: pinned should not lose to pageable"
+        );
+        if let Some(peak) = result.link_peak_gbps {
+            assert!(
+                at(dir, "pinned") <= peak * 1.1,
+                "{dir}: above the link's theoretical peak"
+            );
+        }
+    }
+}
+
+#[test]
+fn gpu_kernels_load_and_run() {
+    let Some(mut gpu) = gpu() else { return };
+    assert_eq!(
+        gpu.relu(&[-1.0, 2.0, -3.0, 4.0]).unwrap(),
+        vec![0.0, 2.0, 0.0, 4.0]
+    );
+}
