@@ -112,6 +112,8 @@ pub fn router(state: AppState) -> Router {
         .route("/api/device", get(experiments::device))
         .route("/api/doctor", get(experiments::doctor))
         .route("/api/experiments/transfer", post(experiments::transfer))
+        .route("/api/experiments/matmul", post(experiments::matmul))
+        .route("/api/experiments/timing", post(experiments::timing))
         .route("/api/jobs/{id}", get(experiments::job))
         .route("/instructor", get(instructor::gradebook))
         .route("/instructor/login", post(instructor::login))

@@ -11,7 +11,7 @@ use clap::{Args, Parser, Subcommand};
 use gpulab::app::{AppState, serve};
 use gpulab::config::Config;
 use gpulab::course::{ContentSource, Course};
-use gpulab::gpu::{Limits, card, cuda::CudaHandle, doctor as gpu_doctor, transfer};
+use gpulab::gpu::{Limits, card, cuda::CudaHandle, doctor as gpu_doctor, matmul, timing, transfer};
 use tracing_subscriber::EnvFilter;
 
 /// GPU Lab: a browser course on how GPUs behave under model training.
@@ -60,6 +60,15 @@ enum BenchCommand {
         #[arg(long, default_value_t = 1 << 30)]
         max_bytes: u64,
     },
+    /// Square FP32 matmuls from 16 to --max-size on the CPU and (if present) the GPU,
+    /// with the crossover size.
+    Matmul {
+        /// Largest matrix side.
+        #[arg(long, default_value_t = 4096)]
+        max_size: usize,
+    },
+    /// The timing trap: host timer without sync, with sync, and device timestamps.
+    Timing,
 }
 
 #[derive(Args, Clone)]
@@ -98,6 +107,9 @@ struct ServeArgs {
     /// Largest transfer-benchmark size in bytes a student may ask for.
     #[arg(long, env = "GPULAB_MAX_TRANSFER_BYTES", default_value_t = 1 << 30)]
     max_transfer_bytes: u64,
+    /// Largest matrix side a student may ask for in the matmul crossover.
+    #[arg(long, env = "GPULAB_MAX_MATMUL_SIZE", default_value_t = 4096)]
+    max_matmul_size: usize,
 }
 
 #[derive(Args)]
@@ -116,6 +128,8 @@ fn main() -> ExitCode {
         Some(Command::Doctor) => doctor(),
         Some(Command::Device) => device(),
         Some(Command::Bench(BenchCommand::Transfer { max_bytes })) => bench_transfer(max_bytes),
+        Some(Command::Bench(BenchCommand::Matmul { max_size })) => bench_matmul(max_size),
+        Some(Command::Bench(BenchCommand::Timing)) => bench_timing(),
         None => run_server(cli.serve),
     }
 }
@@ -187,6 +201,7 @@ async fn serve_until_signal(args: ServeArgs) -> anyhow::Result<()> {
             queue_capacity: args.queue_length,
             job_timeout: Duration::from_secs(args.job_timeout_secs),
             max_transfer_bytes: args.max_transfer_bytes,
+            max_matmul_size: args.max_matmul_size,
         },
     };
     let state = AppState::new(config.clone()).context("cannot start")?;
@@ -305,4 +320,73 @@ fn bench_transfer(max_bytes: u64) -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+fn report<T>(result: Result<T, String>, print: impl FnOnce(T)) -> ExitCode {
+    match result {
+        Ok(value) => {
+            print(value);
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("gpulab: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn bench_matmul(max_size: usize) -> ExitCode {
+    let mut gpu = CudaHandle::open()
+        .map_err(|reason| eprintln!("No GPU ({reason}): timing the CPU only."))
+        .ok();
+    let result = matmul::run(
+        gpu.as_mut(),
+        &matmul::MatmulParams { max_size },
+        Instant::now() + Duration::from_secs(900),
+    );
+    report(result, |r| {
+        let ms = |s: Option<gpulab::gpu::stats::Summary>| {
+            s.map_or("—".to_string(), |s| format!("{:.3}", s.median))
+        };
+        println!(
+            "Square FP32 matmul, median ms per product ({} repetitions)",
+            matmul::REPS
+        );
+        println!(
+            "{:>6}  {:>12}  {:>12}  {:>16}",
+            "n", "CPU ms", "GPU ms", "GPU+copy ms"
+        );
+        for row in &r.rows {
+            println!(
+                "{:>6}  {:>12}  {:>12}  {:>16}",
+                row.size,
+                ms(row.cpu_ms),
+                ms(row.gpu_ms),
+                ms(row.gpu_with_copy_ms)
+            );
+        }
+        println!(
+            "GPU wins from n = {:?} (data on the GPU), {:?} (copy included)",
+            r.crossover_size, r.crossover_with_copy_size
+        );
+    })
+}
+
+fn bench_timing() -> ExitCode {
+    let result = match CudaHandle::open() {
+        Ok(mut gpu) => timing::run_cuda(&mut gpu),
+        Err(reason) => {
+            eprintln!("No GPU ({reason}): a worker thread plays the GPU's stream.");
+            timing::run_cpu()
+        }
+    };
+    report(result, |r| {
+        println!("host timer, no sync : {:>8.2} ms", r.host_no_sync_ms);
+        println!("host timer, sync    : {:>8.2} ms", r.host_sync_ms);
+        println!("device timestamps   : {:>8.2} ms", r.device_ms);
+        println!(
+            "the unsynchronised timer is {:.1}x too low",
+            r.underestimate_factor
+        );
+    })
 }

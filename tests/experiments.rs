@@ -179,3 +179,58 @@ async fn a_full_queue_answers_429_with_retry_after() {
     );
     assert!(retry_after.unwrap().parse::<u64>().unwrap() >= 1);
 }
+
+#[tokio::test]
+async fn matmul_and_timing_jobs_return_real_measurements() {
+    let app = spawn().await;
+    let matmul = post(&app, "/api/experiments/matmul", json!({"max_size": 128})).await;
+    assert_eq!(matmul.status(), StatusCode::ACCEPTED);
+    let id = matmul.json::<Value>().await.unwrap()["job_id"]
+        .as_u64()
+        .unwrap();
+    let timing = post(&app, "/api/experiments/timing", json!({})).await;
+    assert_eq!(timing.status(), StatusCode::ACCEPTED);
+    let timing_id = timing.json::<Value>().await.unwrap()["job_id"]
+        .as_u64()
+        .unwrap();
+
+    let job = wait_for(&app, id).await;
+    assert_eq!(job["status"], "done", "{job}");
+    let rows = job["result"]["rows"].as_array().unwrap();
+    assert_eq!(
+        rows.iter()
+            .map(|r| r["size"].as_u64().unwrap())
+            .collect::<Vec<_>>(),
+        vec![16, 32, 64, 128]
+    );
+    for r in rows {
+        assert!(r["cpu_ms"]["median"].as_f64().unwrap() > 0.0, "{r}");
+        assert_eq!(
+            r["flop"].as_f64().unwrap(),
+            2.0 * r["size"].as_f64().unwrap().powi(3)
+        );
+    }
+
+    let job = wait_for(&app, timing_id).await;
+    assert_eq!(job["status"], "done", "{job}");
+    let r = &job["result"];
+    assert_eq!(r["cpu_lane"].as_array().unwrap().len(), 8);
+    assert_eq!(r["device_lane"].as_array().unwrap().len(), 8);
+    assert!(r["host_sync_ms"].as_f64().unwrap() > r["host_no_sync_ms"].as_f64().unwrap());
+    assert!(
+        r["provenance"]["method"]
+            .as_str()
+            .unwrap()
+            .contains("synchronising")
+    );
+
+    let too_big = post(
+        &app,
+        "/api/experiments/matmul",
+        json!({"max_size": 1 << 20}),
+    )
+    .await;
+    assert_eq!(too_big.status(), StatusCode::UNPROCESSABLE_ENTITY);
+    let junk = post(&app, "/api/experiments/timing", json!({"steps": 3})).await;
+    assert_eq!(junk.status(), StatusCode::BAD_REQUEST);
+}

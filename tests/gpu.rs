@@ -60,3 +60,36 @@ fn gpu_kernels_load_and_run() {
         vec![0.0, 2.0, 0.0, 4.0]
     );
 }
+
+#[test]
+fn gpu_and_cpu_matmuls_agree_and_the_gpu_wins_at_large_sizes() {
+    let Some(mut gpu) = gpu() else { return };
+    let params = gpulab::gpu::matmul::MatmulParams { max_size: 2048 };
+    let result = gpulab::gpu::matmul::run(
+        Some(&mut gpu),
+        &params,
+        Instant::now() + Duration::from_secs(300),
+    )
+    .unwrap();
+    let diff = result.max_abs_diff_vs_cpu.expect("both ran at 256");
+    assert!(diff < 1e-2, "GPU and CPU SGEMM disagree by {diff}");
+    assert!(
+        result.crossover_size.is_some(),
+        "the GPU should win by 2048: {result:?}"
+    );
+}
+
+#[test]
+fn gpu_timing_trap_shows_the_unsynchronised_timer_under_reporting() {
+    let Some(mut gpu) = gpu() else { return };
+    let r = gpulab::gpu::timing::run_cuda(&mut gpu).unwrap();
+    assert!(
+        r.device_ms > 10.0,
+        "eight calibrated kernels take tens of ms: {r:?}"
+    );
+    assert!(r.underestimate_factor > 2.0, "{r:?}");
+    assert!(
+        (r.host_sync_ms - r.device_ms).abs() < r.device_ms * 0.5,
+        "{r:?}"
+    );
+}

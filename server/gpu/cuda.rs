@@ -6,6 +6,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use cudarc::cublas::CudaBlas;
 use cudarc::driver::sys::CUdevice_attribute;
 use cudarc::driver::{
     CudaContext, CudaFunction, CudaModule, CudaStream, LaunchConfig, PushKernelArg,
@@ -30,6 +31,7 @@ pub struct CudaHandle {
     /// The card, read once.
     pub card: DeviceCard,
     modules: HashMap<&'static str, Arc<CudaModule>>,
+    blas: Option<Arc<CudaBlas>>,
 }
 
 impl CudaHandle {
@@ -64,6 +66,7 @@ impl CudaHandle {
             arch,
             card,
             modules: HashMap::new(),
+            blas: None,
         })
     }
 
@@ -82,6 +85,23 @@ impl CudaHandle {
         self.modules[file.name]
             .load_function(function)
             .map_err(|e| format!("cannot find {function}: {e}"))
+    }
+
+    /// The cuBLAS handle on the experiment stream, created on first use.
+    pub fn blas(&mut self) -> Result<Arc<CudaBlas>, String> {
+        if self.blas.is_none() {
+            if !Library::Cublas.is_present() {
+                return Err(format!(
+                    "{} not found: install the CUDA toolkit or the nvidia-cublas-cu12 wheel",
+                    Library::Cublas.file_name()
+                ));
+            }
+            let stream = Arc::clone(&self.stream);
+            let blas = guarded(move || CudaBlas::new(stream))?
+                .map_err(|e| format!("cannot create a cuBLAS handle: {e}"))?;
+            self.blas = Some(Arc::new(blas));
+        }
+        Ok(Arc::clone(self.blas.as_ref().expect("set above")))
     }
 
     /// ReLU of `input` on the GPU through the `relu_f32` kernel: a round trip that

@@ -8,7 +8,10 @@
 //! - [`kernels`]: the `.cu` files in `kernels/`, embedded and compiled by NVRTC.
 //! - [`queue`]: the bounded job queue and its single worker thread.
 //! - [`stats`]: medians and spreads of repeated measurements.
+//! - [`cpu`]: CPU building blocks (SGEMM, a calibrated busy loop).
 //! - [`transfer`]: the host↔device bandwidth experiment, on CUDA or CPU.
+//! - [`matmul`]: the CPU/GPU matmul crossover.
+//! - [`timing`]: the timing trap with its two-lane timeline.
 //!
 //! The binary is one build for both backends: no cargo feature and no CUDA at build
 //! time. [`Engine::start`] opens the GPU on the worker thread if it can, and falls back
@@ -17,12 +20,15 @@
 #![allow(unsafe_code)]
 
 pub mod card;
+pub mod cpu;
 pub mod cuda;
 pub mod doctor;
 pub mod kernels;
 pub mod libs;
+pub mod matmul;
 pub mod queue;
 pub mod stats;
+pub mod timing;
 pub mod transfer;
 
 use std::sync::Arc;
@@ -45,6 +51,8 @@ pub struct Limits {
     pub job_timeout: Duration,
     /// Largest transfer-benchmark size in bytes.
     pub max_transfer_bytes: u64,
+    /// Largest matrix side for the matmul crossover.
+    pub max_matmul_size: usize,
 }
 
 impl Default for Limits {
@@ -53,6 +61,7 @@ impl Default for Limits {
             queue_capacity: 16,
             job_timeout: Duration::from_secs(120),
             max_transfer_bytes: 1 << 30,
+            max_matmul_size: 4096,
         }
     }
 }
@@ -62,6 +71,10 @@ impl Default for Limits {
 pub enum Experiment {
     /// Host↔device bandwidth sweep.
     Transfer(TransferParams),
+    /// CPU/GPU matmul crossover.
+    Matmul(matmul::MatmulParams),
+    /// The timing trap and timeline.
+    Timing,
 }
 
 impl Experiment {
@@ -71,6 +84,15 @@ impl Experiment {
                 "{} warm-up copies, then {} samples per size of several back-to-back copies each; pinned copies timed with CUDA events, pageable copies with a host clock around a synchronised stream; median and min/max reported; GB = 1e9 bytes",
                 transfer::WARMUPS,
                 transfer::SAMPLES
+            ),
+            Self::Matmul(_) => format!(
+                "square FP32 products; CPU: multithreaded SGEMM (matrixmultiply), host clock; GPU: cuBLAS SGEMM timed with CUDA events, with and without copying both inputs from pageable host memory first; 1 warm-up, median of {} repetitions",
+                matmul::REPS
+            ),
+            Self::Timing => format!(
+                "{} kernels of about {} ms each queued back to back; host clock read after the launches return, host clock after synchronising, and device timestamps (CUDA events on a GPU; the worker thread's clock on the CPU backend)",
+                timing::LAUNCHES,
+                timing::TARGET_KERNEL_MS
             ),
         }
     }
@@ -181,19 +203,27 @@ fn run_job(
 ) -> JobState {
     let started = Instant::now();
     let deadline = started + timeout;
-    let (outcome, other) = match (backend, job) {
-        (Backend::Cuda(gpu), Experiment::Transfer(p)) => {
+    fn json<T: Serialize>(r: Result<T, String>) -> Result<serde_json::Value, String> {
+        r.and_then(|v| serde_json::to_value(v).map_err(|e| e.to_string()))
+    }
+    let (outcome, other) = match backend {
+        Backend::Cuda(gpu) => {
             let other = gpu.other_processes();
-            (
-                transfer::run_cuda(gpu, p, deadline)
-                    .map(|r| serde_json::to_value(r).unwrap_or_default()),
-                other,
-            )
+            let outcome = match job {
+                Experiment::Transfer(p) => json(transfer::run_cuda(gpu, p, deadline)),
+                Experiment::Matmul(p) => json(matmul::run(Some(gpu), p, deadline)),
+                Experiment::Timing => json(timing::run_cuda(gpu)),
+            };
+            (outcome, other)
         }
-        (Backend::Cpu, Experiment::Transfer(p)) => (
-            transfer::run_cpu(p, deadline).map(|r| serde_json::to_value(r).unwrap_or_default()),
-            None,
-        ),
+        Backend::Cpu => {
+            let outcome = match job {
+                Experiment::Transfer(p) => json(transfer::run_cpu(p, deadline)),
+                Experiment::Matmul(p) => json(matmul::run(None, p, deadline)),
+                Experiment::Timing => json(timing::run_cpu()),
+            };
+            (outcome, None)
+        }
     };
     match outcome {
         Ok(mut result) => {

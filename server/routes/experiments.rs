@@ -91,3 +91,28 @@ pub async fn job(
     body["job_id"] = json!(id);
     Ok(Json(body))
 }
+
+/// `POST /api/experiments/matmul` with `{"max_size": …}`.
+pub async fn matmul(State(state): State<AppState>, body: Bytes) -> Result<Response, ApiError> {
+    let params: crate::gpu::matmul::MatmulParams = parse(&body, r#"{"max_size": 4096}"#)?;
+    let cap = state.engine.limits.max_matmul_size;
+    if params.max_size < 16 || params.max_size > cap {
+        return Err(AppError::Invalid(format!(
+            "max_size must be between 16 and {cap} (this server's cap)"
+        ))
+        .into());
+    }
+    accepted(&state, Experiment::Matmul(params))
+}
+
+/// `POST /api/experiments/timing` (no parameters; an empty body or `{}`).
+pub async fn timing(State(state): State<AppState>, body: Bytes) -> Result<Response, ApiError> {
+    if !body.iter().all(u8::is_ascii_whitespace) {
+        let _: EmptyParams = parse(&body, "{}")?;
+    }
+    accepted(&state, Experiment::Timing)
+}
+
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct EmptyParams {}

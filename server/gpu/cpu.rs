@@ -1,0 +1,87 @@
+//! CPU building blocks for the CPU backend (and the CPU side of comparisons): a
+//! multithreaded SGEMM from the `matrixmultiply` crate and a calibrated busy loop.
+
+/// `c = a · b` for square row-major `n × n` matrices.
+pub fn sgemm(n: usize, a: &[f32], b: &[f32], c: &mut [f32]) {
+    assert!(
+        a.len() >= n * n && b.len() >= n * n && c.len() >= n * n,
+        "matrices smaller than n × n"
+    );
+    let s = n as isize;
+    // SAFETY: the assert above guarantees each buffer holds n × n floats, the strides
+    // (row stride n, column stride 1) stay inside them, and `c` does not alias `a` or
+    // `b` because it is a distinct `&mut` borrow.
+    unsafe {
+        matrixmultiply::sgemm(
+            n,
+            n,
+            n,
+            1.0,
+            a.as_ptr(),
+            s,
+            1,
+            b.as_ptr(),
+            s,
+            1,
+            0.0,
+            c.as_mut_ptr(),
+            s,
+            1,
+        );
+    }
+}
+
+/// `iterations` dependent fused multiply-adds: a fixed amount of CPU work that the
+/// optimiser cannot remove.
+pub fn busy(iterations: u64) -> f32 {
+    let mut x = std::hint::black_box(0.5f32);
+    for _ in 0..iterations {
+        x = x.mul_add(0.999_999, 1e-6);
+    }
+    std::hint::black_box(x)
+}
+
+/// Deterministic pseudo-random values in [-1, 1) (xorshift), so runs are repeatable.
+pub fn random_matrix(len: usize, seed: u64) -> Vec<f32> {
+    let mut state = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
+    (0..len)
+        .map(|_| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            ((state >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sgemm_matches_the_definition() {
+        let n = 5;
+        let a = random_matrix(n * n, 1);
+        let b = random_matrix(n * n, 2);
+        let mut c = vec![0.0; n * n];
+        sgemm(n, &a, &b, &mut c);
+        for i in 0..n {
+            for j in 0..n {
+                let expected: f32 = (0..n).map(|k| a[i * n + k] * b[k * n + j]).sum();
+                assert!((c[i * n + j] - expected).abs() < 1e-5);
+            }
+        }
+    }
+
+    #[test]
+    fn random_matrices_are_repeatable_and_bounded() {
+        assert_eq!(random_matrix(8, 3), random_matrix(8, 3));
+        assert_ne!(random_matrix(8, 3), random_matrix(8, 4));
+        assert!(
+            random_matrix(1000, 5)
+                .iter()
+                .all(|x| (-1.0..1.0).contains(x))
+        );
+        assert!(busy(1000).is_finite());
+    }
+}
