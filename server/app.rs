@@ -114,6 +114,7 @@ pub fn router(state: AppState) -> Router {
         .route("/api/experiments/transfer", post(experiments::transfer))
         .route("/api/experiments/matmul", post(experiments::matmul))
         .route("/api/experiments/timing", post(experiments::timing))
+        .route("/api/experiments/training", post(experiments::training))
         .route("/api/jobs/{id}", get(experiments::job))
         .route("/instructor", get(instructor::gradebook))
         .route("/instructor/login", post(instructor::login))

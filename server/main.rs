@@ -110,6 +110,12 @@ struct ServeArgs {
     /// Largest matrix side a student may ask for in the matmul crossover.
     #[arg(long, env = "GPULAB_MAX_MATMUL_SIZE", default_value_t = 4096)]
     max_matmul_size: usize,
+    /// Most optimiser steps in one training run.
+    #[arg(long, env = "GPULAB_MAX_TRAIN_STEPS", default_value_t = 2000)]
+    max_train_steps: usize,
+    /// Widest hidden layer a training run may ask for.
+    #[arg(long, env = "GPULAB_MAX_HIDDEN", default_value_t = 1024)]
+    max_hidden: usize,
 }
 
 #[derive(Args)]
@@ -202,6 +208,8 @@ async fn serve_until_signal(args: ServeArgs) -> anyhow::Result<()> {
             job_timeout: Duration::from_secs(args.job_timeout_secs),
             max_transfer_bytes: args.max_transfer_bytes,
             max_matmul_size: args.max_matmul_size,
+            max_train_steps: args.max_train_steps,
+            max_hidden: args.max_hidden,
         },
     };
     let state = AppState::new(config.clone()).context("cannot start")?;

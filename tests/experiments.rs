@@ -234,3 +234,60 @@ async fn matmul_and_timing_jobs_return_real_measurements() {
     let junk = post(&app, "/api/experiments/timing", json!({"steps": 3})).await;
     assert_eq!(junk.status(), StatusCode::BAD_REQUEST);
 }
+
+#[tokio::test]
+async fn a_training_run_lowers_the_loss_and_reports_its_costs() {
+    let app = spawn().await;
+    let body = json!({"batch": 64, "hidden": 32, "steps": 120, "log_every": 10, "optimizer": "adam", "precision": "fp32"});
+    let response = post(&app, "/api/experiments/training", body).await;
+    assert_eq!(response.status(), StatusCode::ACCEPTED);
+    let id = response.json::<Value>().await.unwrap()["job_id"]
+        .as_u64()
+        .unwrap();
+    let job = wait_for(&app, id).await;
+    assert_eq!(job["status"], "done", "{job}");
+    let r = &job["result"];
+    let curve = r["loss_curve"].as_array().unwrap();
+    assert_eq!(curve.len(), 12);
+    let (first, last) = (
+        curve[0]["loss"].as_f64().unwrap(),
+        curve[11]["loss"].as_f64().unwrap(),
+    );
+    assert!(last < first, "loss falls: {first} -> {last}");
+    assert!(r["samples_per_sec"].as_f64().unwrap() > 0.0);
+    assert!(r["read_every_step_ms"].as_f64().unwrap() > 0.0);
+    assert_eq!(
+        r["provenance"]["backend"], "cpu",
+        "the training run is the CPU reference for now"
+    );
+
+    for (bad, message) in [
+        (
+            json!({"batch": 0, "hidden": 32, "steps": 10, "log_every": 1}),
+            "batch",
+        ),
+        (
+            json!({"batch": 8, "hidden": 1_000_000, "steps": 10, "log_every": 1}),
+            "hidden",
+        ),
+        (
+            json!({"batch": 8, "hidden": 8, "steps": 1_000_000, "log_every": 1}),
+            "steps",
+        ),
+        (
+            json!({"batch": 8, "hidden": 8, "steps": 10, "log_every": 1, "precision": "fp8"}),
+            "precision",
+        ),
+    ] {
+        let response = post(&app, "/api/experiments/training", bad.clone()).await;
+        assert_eq!(response.status(), StatusCode::UNPROCESSABLE_ENTITY, "{bad}");
+        let error: Value = response.json().await.unwrap();
+        assert!(
+            error["error"]["message"]
+                .as_str()
+                .unwrap()
+                .contains(message),
+            "{error}"
+        );
+    }
+}

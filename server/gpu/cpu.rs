@@ -31,6 +31,81 @@ pub fn sgemm(n: usize, a: &[f32], b: &[f32], c: &mut [f32]) {
     }
 }
 
+/// A row-major matrix view for [`gemm`]: `rows × cols`, optionally read transposed.
+#[derive(Clone, Copy)]
+pub struct Mat<'a> {
+    /// Row-major data, at least rows × cols long.
+    pub data: &'a [f32],
+    /// Rows as stored.
+    pub rows: usize,
+    /// Columns as stored.
+    pub cols: usize,
+    /// Use the transpose.
+    pub t: bool,
+}
+
+impl<'a> Mat<'a> {
+    /// A stored `rows × cols` matrix.
+    pub fn new(data: &'a [f32], rows: usize, cols: usize) -> Self {
+        Self {
+            data,
+            rows,
+            cols,
+            t: false,
+        }
+    }
+
+    /// The same matrix read transposed.
+    pub fn t(self) -> Self {
+        Self { t: !self.t, ..self }
+    }
+
+    fn shape(&self) -> (usize, usize) {
+        if self.t {
+            (self.cols, self.rows)
+        } else {
+            (self.rows, self.cols)
+        }
+    }
+
+    fn strides(&self) -> (isize, isize) {
+        let (r, c) = (self.cols as isize, 1);
+        if self.t { (c, r) } else { (r, c) }
+    }
+}
+
+/// `c = a · b + beta · c` for row-major `c` of shape (rows of a) × (cols of b).
+pub fn gemm(a: Mat<'_>, b: Mat<'_>, beta: f32, c: &mut [f32]) {
+    let ((m, k), (k2, n)) = (a.shape(), b.shape());
+    assert_eq!(k, k2, "inner dimensions differ");
+    assert!(
+        a.data.len() >= a.rows * a.cols && b.data.len() >= b.rows * b.cols && c.len() >= m * n,
+        "buffers smaller than their shapes"
+    );
+    let ((rsa, csa), (rsb, csb)) = (a.strides(), b.strides());
+    // SAFETY: the asserts guarantee each buffer covers its shape; the strides describe
+    // row-major storage of those shapes (swapped for a transpose), so every index
+    // matrixmultiply forms stays inside; `c` is a distinct `&mut` and cannot alias.
+    unsafe {
+        matrixmultiply::sgemm(
+            m,
+            k,
+            n,
+            1.0,
+            a.data.as_ptr(),
+            rsa,
+            csa,
+            b.data.as_ptr(),
+            rsb,
+            csb,
+            beta,
+            c.as_mut_ptr(),
+            n as isize,
+            1,
+        );
+    }
+}
+
 /// `iterations` dependent fused multiply-adds: a fixed amount of CPU work that the
 /// optimiser cannot remove.
 pub fn busy(iterations: u64) -> f32 {
@@ -71,6 +146,19 @@ mod tests {
                 assert!((c[i * n + j] - expected).abs() < 1e-5);
             }
         }
+    }
+
+    #[test]
+    fn gemm_handles_transposes() {
+        // a: 2×3, b: 2×3; a · bᵀ is 2×2.
+        let a = [1.0, 2.0, 3.0, 4.0, 5.0, 6.0];
+        let b = [1.0, 0.0, 1.0, 0.0, 1.0, 0.0];
+        let mut c = [0.0; 4];
+        gemm(Mat::new(&a, 2, 3), Mat::new(&b, 2, 3).t(), 0.0, &mut c);
+        assert_eq!(c, [4.0, 2.0, 10.0, 5.0]);
+        let mut d = [0.0; 9];
+        gemm(Mat::new(&a, 2, 3).t(), Mat::new(&b, 2, 3), 0.0, &mut d);
+        assert_eq!(d, [1.0, 4.0, 1.0, 2.0, 5.0, 2.0, 3.0, 6.0, 3.0]);
     }
 
     #[test]

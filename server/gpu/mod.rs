@@ -12,6 +12,7 @@
 //! - [`transfer`]: the host↔device bandwidth experiment, on CUDA or CPU.
 //! - [`matmul`]: the CPU/GPU matmul crossover.
 //! - [`timing`]: the timing trap with its two-lane timeline.
+//! - [`train`]: the training run (MLP, SGD/Adam, FP32/BF16) — CPU reference so far.
 //!
 //! The binary is one build for both backends: no cargo feature and no CUDA at build
 //! time. [`Engine::start`] opens the GPU on the worker thread if it can, and falls back
@@ -29,6 +30,7 @@ pub mod matmul;
 pub mod queue;
 pub mod stats;
 pub mod timing;
+pub mod train;
 pub mod transfer;
 
 use std::sync::Arc;
@@ -53,6 +55,10 @@ pub struct Limits {
     pub max_transfer_bytes: u64,
     /// Largest matrix side for the matmul crossover.
     pub max_matmul_size: usize,
+    /// Most optimiser steps in one training run.
+    pub max_train_steps: usize,
+    /// Widest hidden layer in a training run.
+    pub max_hidden: usize,
 }
 
 impl Default for Limits {
@@ -62,6 +68,8 @@ impl Default for Limits {
             job_timeout: Duration::from_secs(120),
             max_transfer_bytes: 1 << 30,
             max_matmul_size: 4096,
+            max_train_steps: 2000,
+            max_hidden: 1024,
         }
     }
 }
@@ -75,6 +83,8 @@ pub enum Experiment {
     Matmul(matmul::MatmulParams),
     /// The timing trap and timeline.
     Timing,
+    /// A small training run.
+    Training(train::TrainParams),
 }
 
 impl Experiment {
@@ -88,6 +98,16 @@ impl Experiment {
             Self::Matmul(_) => format!(
                 "square FP32 products; CPU: multithreaded SGEMM (matrixmultiply), host clock; GPU: cuBLAS SGEMM timed with CUDA events, with and without copying both inputs from pageable host memory first; 1 warm-up, median of {} repetitions",
                 matmul::REPS
+            ),
+            Self::Training(p) => format!(
+                "Linear({f}, {h}) → ReLU → Linear({h}, 3), cross-entropy, {opt}, {prec}; {dataset} synthetic tickets; step time from a host clock per step, median over all steps; logging cost from two extra {probe}-step runs reading the loss every step and every {n} steps",
+                f = train::FEATURES,
+                h = p.hidden,
+                opt = p.optimizer,
+                prec = p.precision,
+                dataset = train::DATASET,
+                probe = p.steps.min(20),
+                n = p.log_every,
             ),
             Self::Timing => format!(
                 "{} kernels of about {} ms each queued back to back; host clock read after the launches return, host clock after synchronising, and device timestamps (CUDA events on a GPU; the worker thread's clock on the CPU backend)",
@@ -213,6 +233,9 @@ fn run_job(
                 Experiment::Transfer(p) => json(transfer::run_cuda(gpu, p, deadline)),
                 Experiment::Matmul(p) => json(matmul::run(Some(gpu), p, deadline)),
                 Experiment::Timing => json(timing::run_cuda(gpu)),
+                // The GPU training path (cuBLAS + kernels) is not built yet: run the CPU
+                // reference and say so in the provenance rather than pretend.
+                Experiment::Training(p) => json(train::run_cpu(p, deadline)),
             };
             (outcome, other)
         }
@@ -221,14 +244,16 @@ fn run_job(
                 Experiment::Transfer(p) => json(transfer::run_cpu(p, deadline)),
                 Experiment::Matmul(p) => json(matmul::run(None, p, deadline)),
                 Experiment::Timing => json(timing::run_cpu()),
+                Experiment::Training(p) => json(train::run_cpu(p, deadline)),
             };
             (outcome, None)
         }
     };
     match outcome {
         Ok(mut result) => {
+            let cpu_only = matches!(job, Experiment::Training(_));
             let provenance = Provenance {
-                backend: card.kind,
+                backend: if cpu_only { "cpu" } else { card.kind },
                 device: card.name.clone(),
                 driver_version: card.driver_version.clone(),
                 cuda_version: card.cuda_driver_version.clone(),

@@ -116,3 +116,17 @@ pub async fn timing(State(state): State<AppState>, body: Bytes) -> Result<Respon
 #[derive(serde::Deserialize)]
 #[serde(deny_unknown_fields)]
 struct EmptyParams {}
+
+/// `POST /api/experiments/training` with `{"batch", "hidden", "steps", "log_every",
+/// "precision"?, "optimizer"?}`.
+pub async fn training(State(state): State<AppState>, body: Bytes) -> Result<Response, ApiError> {
+    let params: crate::gpu::train::TrainParams = parse(
+        &body,
+        r#"{"batch": 32, "hidden": 128, "steps": 200, "log_every": 10}"#,
+    )?;
+    let limits = &state.engine.limits;
+    params
+        .validate(limits.max_train_steps, limits.max_hidden)
+        .map_err(AppError::Invalid)?;
+    accepted(&state, Experiment::Training(params))
+}
