@@ -10,7 +10,7 @@ use axum::Router;
 use axum::extract::DefaultBodyLimit;
 use axum::http::{HeaderName, HeaderValue, header};
 use axum::middleware;
-use axum::routing::{get, post};
+use axum::routing::{delete, get, post};
 use tokio::net::TcpListener;
 use tower_http::compression::CompressionLayer;
 use tower_http::set_header::SetResponseHeaderLayer;
@@ -85,7 +85,7 @@ pub const MAX_BODY_BYTES: usize = 64 * 1024;
 
 /// Maps every URL to its handler.
 pub fn router(state: AppState) -> Router {
-    use routes::{experiments, instructor, me, pages, quiz};
+    use routes::{experiments, instructor, me, pages, playground, quiz};
     // Pages and APIs know the student (the middleware issues the cookie); static files
     // and the instructor routes do not need to.
     let student_routes = Router::new()
@@ -105,11 +105,17 @@ pub fn router(state: AppState) -> Router {
         .route("/me/name", post(me::set_name))
         .route("/me/export", get(me::export))
         .route("/me/reset", post(me::reset))
+        .route("/api/playground", get(playground::view))
+        .route("/api/playground/tensors", post(playground::allocate))
+        .route("/api/playground/tensors/{name}", delete(playground::free))
+        .route("/api/playground/empty-cache", post(playground::empty_cache))
+        .route("/api/playground/reset", post(playground::reset))
         .route_layer(middleware::from_fn(identity::identify));
     Router::new()
         .merge(student_routes)
         .route("/about", get(pages::about))
         .route("/api/device", get(experiments::device))
+        .route("/api/memory", get(playground::memory))
         .route("/api/doctor", get(experiments::doctor))
         .route("/api/experiments/transfer", post(experiments::transfer))
         .route("/api/experiments/matmul", post(experiments::matmul))

@@ -116,6 +116,12 @@ struct ServeArgs {
     /// Widest hidden layer a training run may ask for.
     #[arg(long, env = "GPULAB_MAX_HIDDEN", default_value_t = 1024)]
     max_hidden: usize,
+    /// Memory (MiB) one student's allocator playground may reserve on the GPU.
+    #[arg(long, env = "GPULAB_PLAYGROUND_MIB_PER_STUDENT", default_value_t = 512)]
+    playground_mib_per_student: u64,
+    /// Memory (MiB) all students' playgrounds together may reserve.
+    #[arg(long, env = "GPULAB_PLAYGROUND_MIB_TOTAL", default_value_t = 4096)]
+    playground_mib_total: u64,
 }
 
 #[derive(Args)]
@@ -210,6 +216,8 @@ async fn serve_until_signal(args: ServeArgs) -> anyhow::Result<()> {
             max_matmul_size: args.max_matmul_size,
             max_train_steps: args.max_train_steps,
             max_hidden: args.max_hidden,
+            playground_per_student_bytes: args.playground_mib_per_student << 20,
+            playground_total_bytes: args.playground_mib_total << 20,
         },
     };
     let state = AppState::new(config.clone()).context("cannot start")?;

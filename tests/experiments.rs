@@ -291,3 +291,119 @@ async fn a_training_run_lowers_the_loss_and_reports_its_costs() {
         );
     }
 }
+
+#[tokio::test]
+async fn the_allocator_playground_moves_three_bars_and_fails_like_pytorch() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = test_config(dir.path().join("gpulab.db"));
+    config.limits.playground_per_student_bytes = 64 << 20;
+    let app = spawn_with(config).await;
+    let student = crate::support::student();
+    let url = |p: &str| format!("{}{p}", app.base);
+    let alloc = |name: &str, mib: f64| {
+        student
+            .post(url("/api/playground/tensors"))
+            .json(&json!({"name": name, "mib": mib}))
+            .send()
+    };
+
+    let v: Value = alloc("weights", 16.0).await.unwrap().json().await.unwrap();
+    assert_eq!(v["pool"]["allocated_bytes"], 16 << 20);
+    assert_eq!(v["pool"]["reserved_bytes"], 16 << 20);
+    assert!(v["system_used_bytes"].as_u64().unwrap() > 0);
+    alloc("acts", 32.0).await.unwrap();
+    let v: Value = student
+        .delete(url("/api/playground/tensors/acts"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(
+        (
+            v["pool"]["allocated_bytes"].as_u64(),
+            v["pool"]["reserved_bytes"].as_u64()
+        ),
+        (Some(16 << 20), Some(48 << 20)),
+        "freed blocks stay reserved"
+    );
+    let v: Value = student
+        .post(url("/api/playground/empty-cache"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(v["pool"]["reserved_bytes"], 16 << 20);
+
+    let oom = alloc("huge", 60.0).await.unwrap();
+    assert_eq!(oom.status(), StatusCode::UNPROCESSABLE_ENTITY);
+    let error: Value = oom.json().await.unwrap();
+    assert!(
+        error["error"]["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("CUDA out of memory. Tried to allocate 60.00 MiB."),
+        "{error}"
+    );
+
+    let other: Value = crate::support::student()
+        .get(url("/api/playground"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(
+        other["pool"]["reserved_bytes"], 0,
+        "each student has their own pool"
+    );
+    for (body, status) in [
+        (
+            json!({"name": "../x", "mib": 1}),
+            StatusCode::UNPROCESSABLE_ENTITY,
+        ),
+        (
+            json!({"name": "x", "mib": -1}),
+            StatusCode::UNPROCESSABLE_ENTITY,
+        ),
+        (json!({"name": "x"}), StatusCode::BAD_REQUEST),
+    ] {
+        assert_eq!(
+            student
+                .post(url("/api/playground/tensors"))
+                .json(&body)
+                .send()
+                .await
+                .unwrap()
+                .status(),
+            status,
+            "{body}"
+        );
+    }
+    assert_eq!(
+        student
+            .delete(url("/api/playground/tensors/nope"))
+            .send()
+            .await
+            .unwrap()
+            .status(),
+        StatusCode::UNPROCESSABLE_ENTITY
+    );
+    let v: Value = student
+        .post(url("/api/playground/reset"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(v["pool"]["reserved_bytes"], 0);
+
+    let snap: Value = app.get("/api/memory").await.json().await.unwrap();
+    assert_eq!(snap["backend"], app.state.engine.card.kind);
+    assert!(snap["host_total_bytes"].as_u64().unwrap() > 0);
+}

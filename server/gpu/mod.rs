@@ -10,6 +10,7 @@
 //! - [`stats`]: medians and spreads of repeated measurements.
 //! - [`cpu`]: CPU building blocks (SGEMM, a calibrated busy loop).
 //! - [`transfer`]: the host↔device bandwidth experiment, on CUDA or CPU.
+//! - [`pool`], [`memory`]: the caching-allocator playground and memory snapshots.
 //! - [`matmul`]: the CPU/GPU matmul crossover.
 //! - [`timing`]: the timing trap with its two-lane timeline.
 //! - [`train`]: the training run (MLP, SGD/Adam, FP32/BF16) — CPU reference so far.
@@ -27,6 +28,8 @@ pub mod doctor;
 pub mod kernels;
 pub mod libs;
 pub mod matmul;
+pub mod memory;
+pub mod pool;
 pub mod queue;
 pub mod stats;
 pub mod timing;
@@ -59,6 +62,10 @@ pub struct Limits {
     pub max_train_steps: usize,
     /// Widest hidden layer in a training run.
     pub max_hidden: usize,
+    /// Memory one student's allocator playground may reserve.
+    pub playground_per_student_bytes: u64,
+    /// Memory all playgrounds together may reserve.
+    pub playground_total_bytes: u64,
 }
 
 impl Default for Limits {
@@ -70,6 +77,8 @@ impl Default for Limits {
             max_matmul_size: 4096,
             max_train_steps: 2000,
             max_hidden: 1024,
+            playground_per_student_bytes: 512 << 20,
+            playground_total_bytes: 4 << 30,
         }
     }
 }
@@ -156,7 +165,12 @@ pub struct Engine {
     pub doctor: Arc<doctor::Report>,
     /// The caps in force.
     pub limits: Arc<Limits>,
+    /// Every student's allocator playground.
+    pub playgrounds: Arc<memory::Playgrounds>,
 }
+
+/// Playgrounds unused for this long are dropped and their memory released.
+pub const PLAYGROUND_IDLE: Duration = Duration::from_secs(30 * 60);
 
 impl Engine {
     /// Starts the worker, which opens the GPU if it can (or uses the CPU).
@@ -169,28 +183,40 @@ impl Engine {
             .name("gpulab-engine".into())
             .spawn(move || {
                 let report = doctor::run();
-                let (mut backend, card) = match CudaHandle::open() {
+                let (mut backend, card, source) = match CudaHandle::open() {
                     Ok(handle) => {
                         let card = handle.card.clone();
-                        (Backend::Cuda(Box::new(handle)), card)
+                        let source = pool::Source::Device(Arc::clone(&handle.ctx));
+                        (Backend::Cuda(Box::new(handle)), card, source)
                     }
-                    Err(reason) => (Backend::Cpu, card::cpu_card(&reason)),
+                    Err(reason) => (Backend::Cpu, card::cpu_card(&reason), pool::Source::Host),
                 };
-                let _ = tx.send((card.clone(), report));
+                let _ = tx.send((card.clone(), report, source));
                 queue::spawn_worker(worker_queue, move |job| {
                     run_job(&mut backend, &card, &job, timeout)
                 });
             })
             .expect("the OS can start the engine thread");
-        let (card, report) = rx
-            .recv()
-            .unwrap_or_else(|_| (card::cpu_card("the engine failed to start"), doctor::run()));
+        let (card, report, source) = rx.recv().unwrap_or_else(|_| {
+            (
+                card::cpu_card("the engine failed to start"),
+                doctor::run(),
+                pool::Source::Host,
+            )
+        });
+        let playgrounds = memory::Playgrounds::new(
+            source,
+            limits.playground_per_student_bytes,
+            limits.playground_total_bytes,
+            PLAYGROUND_IDLE,
+        );
         tracing::info!(backend = card.kind, device = %card.name, "experiment engine ready");
         Self {
             queue,
             card: Arc::new(card),
             doctor: Arc::new(report),
             limits: Arc::new(limits),
+            playgrounds: Arc::new(playgrounds),
         }
     }
 

@@ -7,4 +7,5 @@ pub mod experiments;
 pub mod instructor;
 pub mod me;
 pub mod pages;
+pub mod playground;
 pub mod quiz;
