@@ -26,12 +26,7 @@ pub async fn doctor(State(state): State<AppState>) -> Json<crate::gpu::doctor::R
     Json((*state.engine.doctor).clone())
 }
 
-fn parse<T: serde::de::DeserializeOwned>(body: &[u8], example: &str) -> Result<T, AppError> {
-    let text = std::str::from_utf8(body)
-        .map_err(|_| AppError::BadRequest("the request body is not valid UTF-8".into()))?;
-    serde_json::from_str(text)
-        .map_err(|e| AppError::BadRequest(format!("the body must be JSON like {example}: {e}")))
-}
+use super::body::json as parse;
 
 fn accepted(state: &AppState, experiment: Experiment) -> Result<Response, ApiError> {
     match state.engine.submit(experiment) {

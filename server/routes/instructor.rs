@@ -124,11 +124,10 @@ pub async fn gradebook(
 /// `POST /instructor/login` with `token`.
 pub async fn login(State(state): State<AppState>, body: Bytes) -> Result<Response, AppError> {
     let expected = token(&state)?.to_string();
-    std::str::from_utf8(&body)
-        .map_err(|_| AppError::BadRequest("the form body is not valid UTF-8".into()))?;
-    let given = form_urlencoded::parse(&body)
+    let given = super::body::form(&body)?
+        .into_iter()
         .find(|(k, _)| k == "token")
-        .map(|(_, v)| v.into_owned())
+        .map(|(_, v)| v)
         .unwrap_or_default();
     if !tokens_match(&expected, &given) {
         tracing::warn!("instructor sign-in with a wrong token");

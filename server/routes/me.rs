@@ -15,15 +15,13 @@ use crate::identity::StudentId;
 pub const MAX_NAME_CHARS: usize = 60;
 
 fn form_field(body: &[u8], name: &str) -> Result<Option<String>, AppError> {
-    std::str::from_utf8(body)
-        .map_err(|_| AppError::BadRequest("the form body is not valid UTF-8".into()))?;
     let mut value = None;
-    for (key, v) in form_urlencoded::parse(body) {
+    for (key, v) in super::body::form(body)? {
         if key != name && key != "confirm" {
             return Err(AppError::BadRequest(format!("unknown form field `{key}`")));
         }
         if key == name {
-            value = Some(v.into_owned());
+            value = Some(v);
         }
     }
     Ok(value)
@@ -93,9 +91,9 @@ pub async fn reset(
     Extension(student): Extension<StudentId>,
     body: Bytes,
 ) -> Result<Redirect, AppError> {
-    std::str::from_utf8(&body)
-        .map_err(|_| AppError::BadRequest("the form body is not valid UTF-8".into()))?;
-    let confirmed = form_urlencoded::parse(&body).any(|(k, v)| k == "confirm" && v == "yes");
+    let confirmed = super::body::form(&body)?
+        .iter()
+        .any(|(k, v)| k == "confirm" && v == "yes");
     if !confirmed {
         return Err(AppError::Invalid(
             "tick the confirmation box to reset your progress".into(),

@@ -3,6 +3,7 @@
 //! input, calling the course or database layer, and picking what to render.
 
 pub mod assets;
+pub mod body;
 pub mod experiments;
 pub mod instructor;
 pub mod me;

@@ -44,13 +44,7 @@ pub async fn allocate(
     Extension(student): Extension<StudentId>,
     body: Bytes,
 ) -> Result<Json<PlaygroundView>, ApiError> {
-    let text = std::str::from_utf8(&body)
-        .map_err(|_| AppError::BadRequest("the request body is not valid UTF-8".into()))?;
-    let request: AllocRequest = serde_json::from_str(text).map_err(|e| {
-        AppError::BadRequest(format!(
-            r#"the body must be JSON like {{"name": "weights", "mib": 64}}: {e}"#
-        ))
-    })?;
+    let request: AllocRequest = super::body::json(&body, r#"{"name": "weights", "mib": 64}"#)?;
     if !valid_name(&request.name) {
         return Err(AppError::Invalid(
             "a tensor name is 1 to 32 letters, digits or underscores".into(),

@@ -105,19 +105,14 @@ fn result_page(state: &AppState, quiz: &Quiz, graded: &Graded) -> Result<Html<St
     Ok(Html(page.render()?))
 }
 
-fn form_pairs(body: &[u8]) -> Result<Vec<(String, String)>, AppError> {
-    std::str::from_utf8(body)
-        .map_err(|_| AppError::BadRequest("the form body is not valid UTF-8".into()))?;
-    Ok(form_urlencoded::parse(body).into_owned().collect())
-}
-
 async fn submit_form(
     state: &AppState,
     student: &StudentId,
     quiz: &Quiz,
     body: &[u8],
 ) -> Result<Html<String>, AppError> {
-    let answers = submission::from_form(quiz, &form_pairs(body)?).map_err(AppError::Invalid)?;
+    let answers =
+        submission::from_form(quiz, &super::body::form(body)?).map_err(AppError::Invalid)?;
     let graded = grade_and_store(state, student, quiz, answers).await?;
     result_page(state, quiz, &graded)
 }
@@ -221,13 +216,8 @@ pub async fn api_submit(
     body: Bytes,
 ) -> Result<Json<Graded>, ApiError> {
     let quiz = find(&state, &id, &format!("/api/quizzes/{id}/attempts"))?;
-    let text = std::str::from_utf8(&body)
-        .map_err(|_| AppError::BadRequest("the request body is not valid UTF-8".into()))?;
-    let submission: JsonSubmission = serde_json::from_str(text).map_err(|e| {
-        AppError::BadRequest(format!(
-            "the body must be JSON like {{\"answers\": {{\"<question id>\": <answer>}}}}: {e}"
-        ))
-    })?;
+    let submission: JsonSubmission =
+        super::body::json(&body, "{\"answers\": {\"<question id>\": <answer>}}")?;
     let answers = submission::from_json(quiz, &submission.answers).map_err(AppError::Invalid)?;
     Ok(Json(
         grade_and_store(&state, &student, quiz, answers).await?,
