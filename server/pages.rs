@@ -10,6 +10,17 @@ use crate::course::{Course, Lesson};
 use crate::db::gradebook::{GradeCell, MissedQuestion};
 use crate::db::progress::QuizProgress;
 
+/// Every page's stylesheets, in cascade order: the site, code highlighting, the
+/// widgets of lessons 1–3 and 4–9, the live-experiment panels and their charts.
+const STYLESHEETS: [&str; 6] = [
+    "css/site.css",
+    SYNTAX_CSS,
+    "css/widgets-basics.css",
+    "css/widgets-training.css",
+    "css/experiments.css",
+    "vendor/uplot/uPlot.min.css",
+];
+
 /// What the base layout needs on every page.
 #[derive(Debug, Clone)]
 pub struct Layout {
@@ -24,7 +35,7 @@ impl Layout {
     pub fn new(site_title: &str, assets: &Assets) -> Self {
         Self {
             site_title: site_title.to_string(),
-            stylesheets: vec![assets.url("css/site.css"), assets.url(SYNTAX_CSS)],
+            stylesheets: STYLESHEETS.iter().map(|path| assets.url(path)).collect(),
         }
     }
 
@@ -32,10 +43,10 @@ impl Layout {
     pub fn plain() -> Self {
         Self {
             site_title: "GPU Lab".to_string(),
-            stylesheets: vec![
-                "/static/css/site.css".to_string(),
-                format!("/static/{SYNTAX_CSS}"),
-            ],
+            stylesheets: STYLESHEETS
+                .iter()
+                .map(|path| format!("/static/{path}"))
+                .collect(),
         }
     }
 }
@@ -180,6 +191,8 @@ pub struct LessonPage<'a> {
     pub next: Option<&'a Lesson>,
     /// How many lessons the course has.
     pub total: usize,
+    /// URL of the script that mounts the lesson's widgets and experiment panels.
+    pub script: String,
 }
 
 /// How to run GPU Lab and what the server is running on.

@@ -46,6 +46,12 @@ async fn the_device_card_and_doctor_describe_this_machine() {
     assert!(kind == "cpu" || kind == "cuda");
     assert!(card["device"]["cpu"]["logical_cores"].as_u64().unwrap() >= 1);
     assert!(!card["device"]["name"].as_str().unwrap().is_empty());
+    let limits = &app.state.engine.limits;
+    assert_eq!(
+        card["limits"]["max_transfer_bytes"],
+        limits.max_transfer_bytes
+    );
+    assert_eq!(card["limits"]["max_hidden"], limits.max_hidden);
     let doctor: Value = app.get("/api/doctor").await.json().await.unwrap();
     let layers = doctor["layers"].as_array().unwrap();
     assert_eq!(layers.len(), 5);

@@ -16,9 +16,26 @@ use crate::error::{ApiError, AppError};
 use crate::gpu::Experiment;
 use crate::gpu::transfer::{MIN_BYTES, TransferParams};
 
-/// `GET /api/device`: the device card (`device.kind` is `cuda` or `cpu`).
+/// `GET /api/device`: the device card (`device.kind` is `cuda` or `cpu`), the queue's
+/// depth and this server's caps, so a page can bound its controls like the server does.
 pub async fn device(State(state): State<AppState>) -> Json<serde_json::Value> {
-    Json(json!({ "device": *state.engine.card, "queue_depth": state.engine.queue_depth() }))
+    let limits = &state.engine.limits;
+    Json(json!({
+        "device": *state.engine.card,
+        "queue_depth": state.engine.queue_depth(),
+        "limits": {
+            "queue_capacity": limits.queue_capacity,
+            "job_timeout_secs": limits.job_timeout.as_secs(),
+            "max_transfer_bytes": limits.max_transfer_bytes,
+            "min_transfer_bytes": MIN_BYTES,
+            "max_matmul_size": limits.max_matmul_size,
+            "max_train_steps": limits.max_train_steps,
+            "max_hidden": limits.max_hidden,
+            "max_batch": crate::gpu::train::DATASET,
+            "playground_per_student_bytes": limits.playground_per_student_bytes,
+            "playground_total_bytes": limits.playground_total_bytes,
+        },
+    }))
 }
 
 /// `GET /api/doctor`: the layered check taken when the server started.

@@ -66,6 +66,7 @@ pub async fn lesson(
         prev,
         next,
         total: state.course.lessons.len(),
+        script: state.assets.url("js/lesson.js"),
     };
     Ok(Html(page.render()?))
 }

@@ -1,0 +1,36 @@
+// Lesson enhancement: every directive placeholder the server rendered
+// (<figure class="directive" data-widget|data-experiment="name" data-params="json">)
+// is handed to its ES module, `widgets/<name>.js` or `experiments/<name>.js`, whose
+// `mount(figure, params)` builds the interactive version. Without JavaScript, or if a
+// module fails, the figure keeps the server-rendered fallback, so the lesson still reads.
+
+const figures = document.querySelectorAll(
+  'figure.directive[data-widget], figure.directive[data-experiment]',
+);
+
+async function enhance(figure) {
+  const isWidget = figure.hasAttribute('data-widget');
+  const name = isWidget ? figure.dataset.widget : figure.dataset.experiment;
+  if (!/^[a-z0-9-]+$/.test(name)) return;
+  let params = {};
+  try {
+    params = JSON.parse(figure.dataset.params || '{}');
+  } catch {
+    params = {};
+  }
+  const module = await import(`./${isWidget ? 'widgets' : 'experiments'}/${name}.js`);
+  await module.mount(figure, params);
+  figure.classList.add('enhanced');
+  figure.dataset.ready = 'true';
+}
+
+for (const figure of figures) {
+  enhance(figure).catch((error) => {
+    // Keep the fallback; say why the interactive version is missing.
+    figure.dataset.ready = 'failed';
+    const note = document.createElement('p');
+    note.className = 'enhance-failed';
+    note.textContent = `The interactive version could not load (${error.message}); the summary above still applies.`;
+    figure.append(note);
+  });
+}
