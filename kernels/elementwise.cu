@@ -41,3 +41,11 @@ extern "C" __global__ void f32_to_bf16(const float* x, __nv_bfloat16* y, unsigne
         y[i] = __float2bfloat16(x[i]);
     }
 }
+
+// y = x rounded to BF16 and widened back to FP32: the values a BF16 tensor holds,
+// kept in FP32 buffers for the FP32 backward GEMMs of the mixed-precision step.
+extern "C" __global__ void round_bf16_f32(const float* x, float* y, unsigned long long n) {
+    for (unsigned long long i = global_index(); i < n; i += grid_stride()) {
+        y[i] = __bfloat162float(__float2bfloat16(x[i]));
+    }
+}

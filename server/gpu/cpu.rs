@@ -31,6 +31,36 @@ pub fn sgemm(n: usize, a: &[f32], b: &[f32], c: &mut [f32]) {
     }
 }
 
+/// `c = a · b` in double precision for square row-major `n × n` matrices: the
+/// reference the precision shoot-out measures every other format against.
+pub fn dgemm(n: usize, a: &[f64], b: &[f64], c: &mut [f64]) {
+    assert!(
+        a.len() >= n * n && b.len() >= n * n && c.len() >= n * n,
+        "matrices smaller than n × n"
+    );
+    let s = n as isize;
+    // SAFETY: as in `sgemm`: each buffer holds n × n values, the row-major strides stay
+    // inside them, and `c` is a distinct `&mut` borrow.
+    unsafe {
+        matrixmultiply::dgemm(
+            n,
+            n,
+            n,
+            1.0,
+            a.as_ptr(),
+            s,
+            1,
+            b.as_ptr(),
+            s,
+            1,
+            0.0,
+            c.as_mut_ptr(),
+            s,
+            1,
+        );
+    }
+}
+
 /// A row-major matrix view for [`gemm`]: `rows × cols`, optionally read transposed.
 #[derive(Clone, Copy)]
 pub struct Mat<'a> {

@@ -40,7 +40,23 @@ pub const FILES: &[KernelFile] = &[
             "relu_bf16",
             "relu_backward_f32",
             "f32_to_bf16",
+            "round_bf16_f32",
         ],
+    },
+    KernelFile {
+        name: "loss.cu",
+        source: include_str!("../../kernels/loss.cu"),
+        functions: &["softmax_xent_f32"],
+    },
+    KernelFile {
+        name: "reduce.cu",
+        source: include_str!("../../kernels/reduce.cu"),
+        functions: &["column_sums_f32", "scaled_sum_f32"],
+    },
+    KernelFile {
+        name: "optim.cu",
+        source: include_str!("../../kernels/optim.cu"),
+        functions: &["sgd_f32", "adam_f32"],
     },
 ];
 

@@ -12,6 +12,7 @@
 //! - [`transfer`]: the host↔device bandwidth experiment, on CUDA or CPU.
 //! - [`pool`], [`memory`]: the caching-allocator playground and memory snapshots.
 //! - [`matmul`]: the CPU/GPU matmul crossover.
+//! - [`precision`]: the FP32/TF32/FP16/BF16 GEMM shoot-out against FP64.
 //! - [`timing`]: the timing trap with its two-lane timeline.
 //! - [`train`]: the training run (MLP, SGD/Adam, FP32/BF16) — CPU reference so far.
 //!
@@ -30,6 +31,7 @@ pub mod libs;
 pub mod matmul;
 pub mod memory;
 pub mod pool;
+pub mod precision;
 pub mod queue;
 pub mod stats;
 pub mod timing;
@@ -94,6 +96,8 @@ pub enum Experiment {
     Timing,
     /// A small training run.
     Training(train::TrainParams),
+    /// The same GEMM in four formats against FP64.
+    Precision(precision::PrecisionParams),
 }
 
 impl Experiment {
@@ -117,6 +121,11 @@ impl Experiment {
                 dataset = train::DATASET,
                 probe = p.steps.min(20),
                 n = p.log_every,
+            ),
+            Self::Precision(p) => format!(
+                "{n} × {n} GEMM per format, 1 warm-up then {reps} repetitions, median; GPU: cuBLAS gemm_ex timed with CUDA events, reference cuBLAS DGEMM; CPU: matrixmultiply SGEMM (TF32/FP16/BF16 emulated by rounding) timed with a host clock, reference FP64 DGEMM; TFLOP/s = 2n³ / median time",
+                n = p.size,
+                reps = precision::REPS
             ),
             Self::Timing => format!(
                 "{} kernels of about {} ms each queued back to back; host clock read after the launches return, host clock after synchronising, and device timestamps (CUDA events on a GPU; the worker thread's clock on the CPU backend)",
@@ -259,6 +268,7 @@ fn run_job(
                 Experiment::Transfer(p) => json(transfer::run_cuda(gpu, p, deadline)),
                 Experiment::Matmul(p) => json(matmul::run(Some(gpu), p, deadline)),
                 Experiment::Timing => json(timing::run_cuda(gpu)),
+                Experiment::Precision(p) => json(precision::run_cuda(gpu, p, deadline)),
                 // The GPU training path (cuBLAS + kernels) is not built yet: run the CPU
                 // reference and say so in the provenance rather than pretend.
                 Experiment::Training(p) => json(train::run_cpu(p, deadline)),
@@ -270,6 +280,7 @@ fn run_job(
                 Experiment::Transfer(p) => json(transfer::run_cpu(p, deadline)),
                 Experiment::Matmul(p) => json(matmul::run(None, p, deadline)),
                 Experiment::Timing => json(timing::run_cpu()),
+                Experiment::Precision(p) => json(precision::run_cpu(p, deadline)),
                 Experiment::Training(p) => json(train::run_cpu(p, deadline)),
             };
             (outcome, None)

@@ -36,7 +36,10 @@ pub async fn asset(
         });
     let common = [
         (header::ETAG, asset.etag.clone()),
-        (header::CACHE_CONTROL, cache_control(query.as_deref()).to_string()),
+        (
+            header::CACHE_CONTROL,
+            cache_control(query.as_deref()).to_string(),
+        ),
     ];
     if etag_matches {
         return Ok((StatusCode::NOT_MODIFIED, common).into_response());

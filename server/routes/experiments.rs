@@ -142,3 +142,12 @@ pub async fn training(State(state): State<AppState>, body: Bytes) -> Result<Resp
         .map_err(AppError::Invalid)?;
     accepted(&state, Experiment::Training(params))
 }
+
+/// `POST /api/experiments/precision` with `{"size": …}`.
+pub async fn precision(State(state): State<AppState>, body: Bytes) -> Result<Response, ApiError> {
+    let params: crate::gpu::precision::PrecisionParams = parse(&body, r#"{"size": 1024}"#)?;
+    params
+        .validate(state.engine.limits.max_matmul_size)
+        .map_err(AppError::Invalid)?;
+    accepted(&state, Experiment::Precision(params))
+}
