@@ -175,26 +175,18 @@ pub fn errors(result: &[f64], reference: &[f64]) -> (f64, f64) {
     (worst, if scale > 0.0 { worst / scale } else { worst })
 }
 
-fn row(
-    p: Precision,
-    n: usize,
-    ms: Summary,
-    compute: &'static str,
-    peak: Option<f64>,
-    out: &[f64],
-    reference: &[f64],
-    emulated: bool,
-) -> PrecisionRow {
+/// A row's measured figures; the caller adds what ran, the peak and `emulated`.
+fn measured(p: Precision, n: usize, ms: Summary, out: &[f64], reference: &[f64]) -> PrecisionRow {
     let (max_abs_error, max_rel_error) = errors(out, reference);
     PrecisionRow {
         precision: p.name(),
-        compute,
+        compute: "",
         tflops: 2.0 * (n as f64).powi(3) / (ms.median * 1e-3) / 1e12,
         ms,
-        peak_tflops: peak,
+        peak_tflops: None,
         max_abs_error,
         max_rel_error,
-        emulated,
+        emulated: false,
     }
 }
 
@@ -232,16 +224,11 @@ pub fn run_cpu(params: &PrecisionParams, deadline: Instant) -> Result<PrecisionR
             .map(|&x| f64::from(if p.rounds_output() { p.round(x) } else { x }))
             .collect();
         let ms = summarize(&samples).ok_or("no samples")?;
-        rows.push(row(
-            p,
-            n,
-            ms,
-            p.cpu_compute(),
-            None,
-            &out,
-            &reference,
-            p != Precision::Fp32,
-        ));
+        rows.push(PrecisionRow {
+            compute: p.cpu_compute(),
+            emulated: p != Precision::Fp32,
+            ..measured(p, n, ms, &out, &reference)
+        });
     }
     Ok(PrecisionResult {
         size: n,
@@ -341,16 +328,11 @@ pub fn run_cuda(
         }
         let out = operands.download(&stream).map_err(err)?;
         let ms = summarize(&samples).ok_or("no samples")?;
-        rows.push(row(
-            p,
-            n,
-            ms,
-            p.gpu_compute(),
-            peak_tflops(&gpu.card, p),
-            &out,
-            &reference,
-            false,
-        ));
+        rows.push(PrecisionRow {
+            compute: p.gpu_compute(),
+            peak_tflops: peak_tflops(&gpu.card, p),
+            ..measured(p, n, ms, &out, &reference)
+        });
     }
     Ok(PrecisionResult {
         size: n,
