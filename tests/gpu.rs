@@ -93,3 +93,62 @@ fn gpu_timing_trap_shows_the_unsynchronised_timer_under_reporting() {
         "{r:?}"
     );
 }
+
+fn later() -> Instant {
+    Instant::now() + Duration::from_secs(300)
+}
+
+#[test]
+fn gpu_and_cpu_training_runs_give_the_same_loss_curve() {
+    use gpulab::gpu::train::{TrainParams, run_cpu};
+    let Some(mut gpu) = gpu() else { return };
+    // FP32 should agree to float rounding; BF16 to the rounding of its casts.
+    for (precision, optimizer, tolerance) in [
+        ("fp32", "adam", 1e-3),
+        ("fp32", "sgd", 1e-3),
+        ("bf16", "adam", 2e-2),
+    ] {
+        let params = TrainParams {
+            batch: 64,
+            hidden: 128,
+            steps: 100,
+            log_every: 10,
+            precision: precision.into(),
+            optimizer: optimizer.into(),
+        };
+        let on_gpu = gpulab::gpu::train_cuda::run_cuda(&mut gpu, &params, later()).unwrap();
+        let on_cpu = run_cpu(&params, later()).unwrap();
+        assert_eq!(on_gpu.loss_curve.len(), on_cpu.loss_curve.len());
+        for (g, c) in on_gpu.loss_curve.iter().zip(&on_cpu.loss_curve) {
+            let gap = (g.loss - c.loss).abs() / c.loss.abs().max(1e-3);
+            assert!(
+                gap < tolerance,
+                "{precision}/{optimizer} step {}: GPU {} vs CPU {}",
+                g.step,
+                g.loss,
+                c.loss
+            );
+        }
+        assert!((on_gpu.accuracy - on_cpu.accuracy).abs() < 0.05);
+        assert!(on_gpu.read_every_step_ms > 0.0 && on_gpu.samples_per_sec > 0.0);
+    }
+}
+
+#[test]
+fn gpu_precision_shoot_out_is_fast_at_low_precision_and_accurate_at_fp32() {
+    use gpulab::gpu::precision::{PrecisionParams, run_cuda};
+    let Some(mut gpu) = gpu() else { return };
+    let r = run_cuda(&mut gpu, &PrecisionParams { size: 4096 }, later()).unwrap();
+    let by = |name| r.rows.iter().find(|row| row.precision == name).unwrap();
+    assert!(by("fp32").max_rel_error < 1e-4, "{r:?}");
+    assert!(by("bf16").max_abs_error > by("fp32").max_abs_error);
+    assert!(
+        by("fp16").tflops > 2.0 * by("fp32").tflops,
+        "tensor cores should beat FP32 CUDA cores: {r:?}"
+    );
+    for row in &r.rows {
+        if let Some(peak) = row.peak_tflops {
+            assert!(row.tflops <= peak * 1.05, "above peak: {row:?}");
+        }
+    }
+}

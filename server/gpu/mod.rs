@@ -14,7 +14,8 @@
 //! - [`matmul`]: the CPU/GPU matmul crossover.
 //! - [`precision`]: the FP32/TF32/FP16/BF16 GEMM shoot-out against FP64.
 //! - [`timing`]: the timing trap with its two-lane timeline.
-//! - [`train`]: the training run (MLP, SGD/Adam, FP32/BF16) — CPU reference so far.
+//! - [`train`]: the training run (MLP, SGD/Adam, FP32/BF16): data, model, CPU reference.
+//! - [`train_cuda`]: the same run on the GPU (cuBLAS + our kernels).
 //!
 //! The binary is one build for both backends: no cargo feature and no CUDA at build
 //! time. [`Engine::start`] opens the GPU on the worker thread if it can, and falls back
@@ -36,6 +37,7 @@ pub mod queue;
 pub mod stats;
 pub mod timing;
 pub mod train;
+pub mod train_cuda;
 pub mod transfer;
 
 use std::sync::Arc;
@@ -113,7 +115,7 @@ impl Experiment {
                 matmul::REPS
             ),
             Self::Training(p) => format!(
-                "Linear({f}, {h}) → ReLU → Linear({h}, 3), cross-entropy, {opt}, {prec}; {dataset} synthetic tickets; step time from a host clock per step, median over all steps; logging cost from two extra {probe}-step runs reading the loss every step and every {n} steps",
+                "Linear({f}, {h}) → ReLU → Linear({h}, 3), cross-entropy, {opt}, {prec}; {dataset} synthetic tickets; step time per step, median over all steps (GPU: CUDA events between consecutive steps; CPU: host clock); samples/s = batch × steps / wall time of the loop; logging cost from two extra {probe}-step runs reading the loss every step and every {n} steps",
                 f = train::FEATURES,
                 h = p.hidden,
                 opt = p.optimizer,
@@ -269,9 +271,7 @@ fn run_job(
                 Experiment::Matmul(p) => json(matmul::run(Some(gpu), p, deadline)),
                 Experiment::Timing => json(timing::run_cuda(gpu)),
                 Experiment::Precision(p) => json(precision::run_cuda(gpu, p, deadline)),
-                // The GPU training path (cuBLAS + kernels) is not built yet: run the CPU
-                // reference and say so in the provenance rather than pretend.
-                Experiment::Training(p) => json(train::run_cpu(p, deadline)),
+                Experiment::Training(p) => json(train_cuda::run_cuda(gpu, p, deadline)),
             };
             (outcome, other)
         }
@@ -288,9 +288,8 @@ fn run_job(
     };
     match outcome {
         Ok(mut result) => {
-            let cpu_only = matches!(job, Experiment::Training(_));
             let provenance = Provenance {
-                backend: if cpu_only { "cpu" } else { card.kind },
+                backend: card.kind,
                 device: card.name.clone(),
                 driver_version: card.driver_version.clone(),
                 cuda_version: card.cuda_driver_version.clone(),
