@@ -122,6 +122,7 @@ pub fn router(state: AppState) -> Router {
         .route("/api/experiments/timing", post(experiments::timing))
         .route("/api/experiments/training", post(experiments::training))
         .route("/api/experiments/precision", post(experiments::precision))
+        .route("/api/experiments/break-it", post(experiments::break_it))
         .route("/api/jobs/{id}", get(experiments::job))
         .route("/instructor", get(instructor::gradebook))
         .route("/instructor/login", post(instructor::login))

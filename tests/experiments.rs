@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 
 use crate::support::{TestApp, spawn, spawn_with, test_config};
 
-async fn wait_for(app: &TestApp, id: u64) -> Value {
+pub async fn wait_for(app: &TestApp, id: u64) -> Value {
     let deadline = Instant::now() + Duration::from_secs(120);
     loop {
         let job: Value = app
@@ -29,7 +29,7 @@ async fn wait_for(app: &TestApp, id: u64) -> Value {
     }
 }
 
-async fn post(app: &TestApp, path: &str, body: Value) -> reqwest::Response {
+pub async fn post(app: &TestApp, path: &str, body: Value) -> reqwest::Response {
     reqwest::Client::new()
         .post(format!("{}{path}", app.base))
         .json(&body)

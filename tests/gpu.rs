@@ -152,3 +152,21 @@ fn gpu_precision_shoot_out_is_fast_at_low_precision_and_accurate_at_fp32() {
         }
     }
 }
+
+#[test]
+fn gpu_preflight_finds_the_batch_in_host_memory() {
+    let Some(mut gpu) = gpu() else { return };
+    let r = gpulab::gpu::breakit::run_placement(Some(&mut gpu)).unwrap();
+    assert_eq!(r.model_device, "cuda:0");
+    let device = |name: &str| {
+        r.fields
+            .iter()
+            .find(|f| f.name == name)
+            .unwrap()
+            .device
+            .clone()
+    };
+    assert_eq!(device("fc1.weight"), "cuda:0");
+    assert_eq!(device("features"), "cpu");
+    assert!(r.preflight_error.unwrap().contains("'labels' (cpu)"));
+}

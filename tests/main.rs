@@ -9,6 +9,7 @@ mod gpu;
 mod gradebook;
 mod http;
 mod kernels;
+mod lesson_experiments;
 mod nojs;
 mod quiz;
 mod support;

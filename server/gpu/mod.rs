@@ -14,6 +14,8 @@
 //! - [`matmul`]: the CPU/GPU matmul crossover.
 //! - [`precision`]: the FP32/TF32/FP16/BF16 GEMM shoot-out against FP64.
 //! - [`timing`]: the timing trap with its two-lane timeline.
+//! - [`breakit`]: lesson 9's two deliberate mistakes (batch left on the host; logging
+//!   the loss every step).
 //! - [`train`]: the training run (MLP, SGD/Adam, FP32/BF16): data, model, CPU reference.
 //! - [`train_cuda`]: the same run on the GPU (cuBLAS + our kernels).
 //!
@@ -23,6 +25,7 @@
 
 #![allow(unsafe_code)]
 
+pub mod breakit;
 pub mod card;
 pub mod cpu;
 pub mod cuda;
@@ -100,6 +103,8 @@ pub enum Experiment {
     Training(train::TrainParams),
     /// The same GEMM in four formats against FP64.
     Precision(precision::PrecisionParams),
+    /// One of lesson 9's deliberate mistakes.
+    BreakIt(breakit::BreakItParams),
 }
 
 impl Experiment {
@@ -128,6 +133,13 @@ impl Experiment {
                 "{n} × {n} GEMM per format, 1 warm-up then {reps} repetitions, median; GPU: cuBLAS gemm_ex timed with CUDA events, reference cuBLAS DGEMM; CPU: matrixmultiply SGEMM (TF32/FP16/BF16 emulated by rounding) timed with a host clock, reference FP64 DGEMM; TFLOP/s = 2n³ / median time",
                 n = p.size,
                 reps = precision::REPS
+            ),
+            Self::BreakIt(p) if p.case == "batch-on-host" => "weights copied to the device, batch left in host memory; each buffer's location asked of the CUDA driver (cuPointerGetAttribute) before any forward pass".to_string(),
+            Self::BreakIt(_) => format!(
+                "the training run (batch {b}, hidden 128, Adam, FP32, {steps} steps) twice: reading the loss to the host every step, then every {sparse}; step time and samples/s as in the training run",
+                b = breakit::BATCH,
+                steps = breakit::LOG_STEPS,
+                sparse = breakit::SPARSE_EVERY
             ),
             Self::Timing => format!(
                 "{} kernels of about {} ms each queued back to back; host clock read after the launches return, host clock after synchronising, and device timestamps (CUDA events on a GPU; the worker thread's clock on the CPU backend)",
@@ -271,6 +283,13 @@ fn run_job(
                 Experiment::Matmul(p) => json(matmul::run(Some(gpu), p, deadline)),
                 Experiment::Timing => json(timing::run_cuda(gpu)),
                 Experiment::Precision(p) => json(precision::run_cuda(gpu, p, deadline)),
+                Experiment::BreakIt(p) if p.case == "batch-on-host" => {
+                    json(breakit::run_placement(Some(gpu)))
+                }
+                Experiment::BreakIt(_) => json(breakit::run_logging(
+                    |p| train_cuda::run_cuda(gpu, p, deadline),
+                    deadline,
+                )),
                 Experiment::Training(p) => json(train_cuda::run_cuda(gpu, p, deadline)),
             };
             (outcome, other)
@@ -281,6 +300,13 @@ fn run_job(
                 Experiment::Matmul(p) => json(matmul::run(None, p, deadline)),
                 Experiment::Timing => json(timing::run_cpu()),
                 Experiment::Precision(p) => json(precision::run_cpu(p, deadline)),
+                Experiment::BreakIt(p) if p.case == "batch-on-host" => {
+                    json(breakit::run_placement(None))
+                }
+                Experiment::BreakIt(_) => json(breakit::run_logging(
+                    |p| train::run_cpu(p, deadline),
+                    deadline,
+                )),
                 Experiment::Training(p) => json(train::run_cpu(p, deadline)),
             };
             (outcome, None)

@@ -151,3 +151,10 @@ pub async fn precision(State(state): State<AppState>, body: Bytes) -> Result<Res
         .map_err(AppError::Invalid)?;
     accepted(&state, Experiment::Precision(params))
 }
+
+/// `POST /api/experiments/break-it` with `{"case": "batch-on-host" | "log-every-step"}`.
+pub async fn break_it(State(state): State<AppState>, body: Bytes) -> Result<Response, ApiError> {
+    let params: crate::gpu::breakit::BreakItParams = parse(&body, r#"{"case": "batch-on-host"}"#)?;
+    params.validate().map_err(AppError::Invalid)?;
+    accepted(&state, Experiment::BreakIt(params))
+}

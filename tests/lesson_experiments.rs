@@ -1,0 +1,127 @@
+//! The precision shoot-out and lesson 9's break-it runs over HTTP, on whatever backend
+//! this machine has (the CPU in CI): result shapes, sane values, provenance, and 422s
+//! for sizes above the cap or unknown cases.
+
+use reqwest::StatusCode;
+use serde_json::{Value, json};
+
+use crate::experiments::{post, wait_for};
+use crate::support::spawn;
+
+async fn run(app: &crate::support::TestApp, path: &str, body: Value) -> Value {
+    let response = post(app, path, body).await;
+    assert_eq!(response.status(), StatusCode::ACCEPTED);
+    let queued: Value = response.json().await.unwrap();
+    let job = wait_for(app, queued["job_id"].as_u64().unwrap()).await;
+    assert_eq!(job["status"], "done", "{job}");
+    job["result"].clone()
+}
+
+#[tokio::test]
+async fn the_precision_shoot_out_reports_speed_and_error_per_format() {
+    let app = spawn().await;
+    let result = run(&app, "/api/experiments/precision", json!({"size": 128})).await;
+    assert_eq!(result["size"], 128);
+    assert_eq!(result["reference"], "fp64");
+    let rows = result["rows"].as_array().unwrap();
+    let names: Vec<&str> = rows
+        .iter()
+        .map(|r| r["precision"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["fp32", "tf32", "fp16", "bf16"]);
+    let error = |name: &str| {
+        rows.iter().find(|r| r["precision"] == name).unwrap()["max_abs_error"]
+            .as_f64()
+            .unwrap()
+    };
+    assert!(error("fp32") < error("bf16"), "{result}");
+    for row in rows {
+        assert!(row["tflops"].as_f64().unwrap() > 0.0);
+        assert!(row["ms"]["median"].as_f64().unwrap() > 0.0);
+    }
+    let backend = result["provenance"]["backend"].as_str().unwrap();
+    assert!(
+        result["provenance"]["method"]
+            .as_str()
+            .unwrap()
+            .contains("FP64")
+    );
+    if backend == "cpu" {
+        assert_eq!(rows[2]["emulated"], true);
+    }
+
+    let cap = app.state.engine.limits.max_matmul_size;
+    for body in [
+        json!({"size": cap + 1}),
+        json!({"size": 8}),
+        json!({"size": "big"}),
+    ] {
+        let status = post(&app, "/api/experiments/precision", body.clone())
+            .await
+            .status();
+        assert!(status.is_client_error(), "{body} → {status}");
+    }
+}
+
+#[tokio::test]
+async fn break_it_batch_on_host_runs_the_preflight() {
+    let app = spawn().await;
+    let result = run(
+        &app,
+        "/api/experiments/break-it",
+        json!({"case": "batch-on-host"}),
+    )
+    .await;
+    assert_eq!(result["case"], "batch-on-host");
+    let fields = result["fields"].as_array().unwrap();
+    let names: Vec<&str> = fields.iter().map(|f| f["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["fc1.weight", "fc2.weight", "features", "labels"]);
+    assert!(
+        result["pytorch_error"]
+            .as_str()
+            .unwrap()
+            .contains("same device")
+    );
+    if result["model_device"] == "cpu" {
+        assert!(result["preflight_error"].is_null());
+    } else {
+        let message = result["preflight_error"].as_str().unwrap();
+        assert!(message.contains("'features'") && message.contains("to_device"));
+    }
+
+    let bad = post(
+        &app,
+        "/api/experiments/break-it",
+        json!({"case": "unplug-the-gpu"}),
+    )
+    .await;
+    assert_eq!(bad.status(), StatusCode::UNPROCESSABLE_ENTITY);
+    let body: Value = bad.json().await.unwrap();
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("batch-on-host")
+    );
+}
+
+#[tokio::test]
+async fn break_it_log_every_step_compares_two_logging_styles() {
+    let app = spawn().await;
+    let result = run(
+        &app,
+        "/api/experiments/break-it",
+        json!({"case": "log-every-step"}),
+    )
+    .await;
+    let runs = result["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 2);
+    assert_eq!(runs[0]["log_every"], 1);
+    assert_eq!(runs[1]["log_every"], 50);
+    assert_eq!(runs[0]["loss_reads"], 100);
+    assert_eq!(runs[1]["loss_reads"], 2);
+    let speed = |i: usize| runs[i]["samples_per_sec"].as_f64().unwrap();
+    assert!(speed(0) > 0.0 && speed(1) > 0.0);
+    let slowdown = result["slowdown"].as_f64().unwrap();
+    assert!((slowdown - speed(1) / speed(0)).abs() < 1e-9);
+}
