@@ -36,3 +36,4 @@ pub mod gpu;
 pub mod identity;
 pub mod pages;
 pub mod routes;
+pub mod tables;

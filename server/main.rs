@@ -12,6 +12,7 @@ use gpulab::app::{AppState, serve};
 use gpulab::config::Config;
 use gpulab::course::{ContentSource, Course};
 use gpulab::gpu::{Limits, card, cuda::CudaHandle, doctor as gpu_doctor, matmul, timing, transfer};
+use gpulab::tables;
 use tracing_subscriber::EnvFilter;
 
 /// GPU Lab: a browser course on how GPUs behave under model training.
@@ -46,6 +47,8 @@ enum Command {
     Doctor,
     /// Print the device card: the GPU (or the CPU when there is none).
     Device,
+    /// Print a memory snapshot: NVML and driver view of the GPU, or host memory.
+    Memory,
     /// Run a benchmark on this machine and print a table.
     #[command(subcommand)]
     Bench(BenchCommand),
@@ -69,6 +72,39 @@ enum BenchCommand {
     },
     /// The timing trap: host timer without sync, with sync, and device timestamps.
     Timing,
+    /// The same GEMM in FP32, TF32, FP16 and BF16: TFLOP/s and error against FP64.
+    Precision {
+        /// Matrix side.
+        #[arg(long, default_value_t = 4096)]
+        size: usize,
+    },
+    /// The training run: loss curve, step time, samples/s, cost of reading the loss.
+    Training {
+        /// Tickets per step.
+        #[arg(long, default_value_t = 32)]
+        batch: usize,
+        /// Hidden width.
+        #[arg(long, default_value_t = 128)]
+        hidden: usize,
+        /// Optimiser steps.
+        #[arg(long, default_value_t = 200)]
+        steps: usize,
+        /// Read the loss every this many steps.
+        #[arg(long, default_value_t = 10)]
+        log_every: usize,
+        /// fp32 or bf16 (mixed precision with FP32 master weights).
+        #[arg(long, default_value = "fp32")]
+        precision: String,
+        /// sgd or adam.
+        #[arg(long, default_value = "adam")]
+        optimizer: String,
+    },
+    /// Lesson 9's deliberate mistakes: batch-on-host or log-every-step.
+    BreakIt {
+        /// Which mistake.
+        #[arg(long, default_value = "batch-on-host")]
+        case: String,
+    },
 }
 
 #[derive(Args, Clone)]
@@ -142,6 +178,24 @@ fn main() -> ExitCode {
         Some(Command::Bench(BenchCommand::Transfer { max_bytes })) => bench_transfer(max_bytes),
         Some(Command::Bench(BenchCommand::Matmul { max_size })) => bench_matmul(max_size),
         Some(Command::Bench(BenchCommand::Timing)) => bench_timing(),
+        Some(Command::Bench(BenchCommand::Precision { size })) => print(tables::precision(size)),
+        Some(Command::Bench(BenchCommand::Training {
+            batch,
+            hidden,
+            steps,
+            log_every,
+            precision,
+            optimizer,
+        })) => print(tables::training(&gpulab::gpu::train::TrainParams {
+            batch,
+            hidden,
+            steps,
+            log_every,
+            precision,
+            optimizer,
+        })),
+        Some(Command::Bench(BenchCommand::BreakIt { case })) => print(tables::break_it(&case)),
+        Some(Command::Memory) => print(Ok(tables::memory())),
         None => run_server(cli.serve),
     }
 }
@@ -336,6 +390,10 @@ fn bench_transfer(max_bytes: u64) -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+fn print(table: Result<String, String>) -> ExitCode {
+    report(table, |text| print!("{text}"))
 }
 
 fn report<T>(result: Result<T, String>, print: impl FnOnce(T)) -> ExitCode {
