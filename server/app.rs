@@ -114,6 +114,7 @@ pub fn router(state: AppState) -> Router {
     Router::new()
         .merge(student_routes)
         .route("/about", get(pages::about))
+        .route("/api/openapi.json", get(routes::openapi::openapi))
         .route("/api/device", get(experiments::device))
         .route("/api/memory", get(playground::memory))
         .route("/api/doctor", get(experiments::doctor))

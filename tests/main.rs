@@ -11,5 +11,6 @@ mod http;
 mod kernels;
 mod lesson_experiments;
 mod nojs;
+mod openapi;
 mod quiz;
 mod support;

@@ -7,6 +7,7 @@ pub mod body;
 pub mod experiments;
 pub mod instructor;
 pub mod me;
+pub mod openapi;
 pub mod pages;
 pub mod playground;
 pub mod quiz;
