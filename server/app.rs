@@ -8,12 +8,13 @@ use std::sync::{Arc, Mutex};
 
 use axum::Router;
 use axum::extract::DefaultBodyLimit;
-use axum::http::{HeaderName, HeaderValue, header};
+use axum::http::{HeaderName, HeaderValue, StatusCode, header};
 use axum::middleware;
 use axum::routing::{delete, get, post};
 use tokio::net::TcpListener;
 use tower_http::compression::CompressionLayer;
 use tower_http::set_header::SetResponseHeaderLayer;
+use tower_http::timeout::TimeoutLayer;
 use tower_http::trace::TraceLayer;
 
 use crate::assets::Assets;
@@ -43,6 +44,10 @@ pub struct AppState {
     pub engine: Engine,
     /// Instructor session ids issued since start-up.
     pub instructor_sessions: Arc<Mutex<HashSet<String>>>,
+    /// Per-student experiment rate limit.
+    pub experiment_limiter: Arc<crate::ratelimit::StudentLimiter>,
+    /// Prometheus metrics.
+    pub metrics: Arc<crate::metrics::Metrics>,
 }
 
 /// Why the server could not start.
@@ -65,7 +70,12 @@ impl AppState {
         let assets = Assets::load();
         let layout = Layout::new(&course.title, &assets);
         let engine = Engine::start(config.limits.clone());
+        let metrics = crate::metrics::Metrics::new(engine.clone());
         Ok(Self {
+            experiment_limiter: Arc::new(crate::ratelimit::StudentLimiter::new(
+                config.experiments_per_minute,
+            )),
+            metrics: Arc::new(metrics),
             config: Arc::new(config),
             course: Arc::new(course),
             assets: Arc::new(assets),
@@ -110,6 +120,12 @@ pub fn router(state: AppState) -> Router {
         .route("/api/playground/tensors/{name}", delete(playground::free))
         .route("/api/playground/empty-cache", post(playground::empty_cache))
         .route("/api/playground/reset", post(playground::reset))
+        .route("/api/experiments/transfer", post(experiments::transfer))
+        .route("/api/experiments/matmul", post(experiments::matmul))
+        .route("/api/experiments/timing", post(experiments::timing))
+        .route("/api/experiments/training", post(experiments::training))
+        .route("/api/experiments/precision", post(experiments::precision))
+        .route("/api/experiments/break-it", post(experiments::break_it))
         .route_layer(middleware::from_fn(identity::identify));
     Router::new()
         .merge(student_routes)
@@ -118,13 +134,10 @@ pub fn router(state: AppState) -> Router {
         .route("/api/device", get(experiments::device))
         .route("/api/memory", get(playground::memory))
         .route("/api/doctor", get(experiments::doctor))
-        .route("/api/experiments/transfer", post(experiments::transfer))
-        .route("/api/experiments/matmul", post(experiments::matmul))
-        .route("/api/experiments/timing", post(experiments::timing))
-        .route("/api/experiments/training", post(experiments::training))
-        .route("/api/experiments/precision", post(experiments::precision))
-        .route("/api/experiments/break-it", post(experiments::break_it))
         .route("/api/jobs/{id}", get(experiments::job))
+        .route("/healthz", get(routes::health::healthz))
+        .route("/readyz", get(routes::health::readyz))
+        .route("/metrics", get(crate::metrics::scrape))
         .route("/instructor", get(instructor::gradebook))
         .route("/instructor/login", post(instructor::login))
         .route("/instructor/logout", post(instructor::logout))
@@ -132,6 +145,14 @@ pub fn router(state: AppState) -> Router {
         .route("/instructor/missed.csv", get(instructor::missed_csv))
         .route("/static/{*path}", get(routes::assets::asset))
         .fallback(pages::not_found)
+        .layer(middleware::from_fn_with_state(
+            state.clone(),
+            crate::metrics::track,
+        ))
+        .layer(TimeoutLayer::with_status_code(
+            StatusCode::REQUEST_TIMEOUT,
+            state.config.request_timeout,
+        ))
         .with_state(state)
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
         .layer(SetResponseHeaderLayer::if_not_present(

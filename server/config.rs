@@ -4,6 +4,7 @@
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
+use std::time::Duration;
 
 /// Settings for one running server.
 #[derive(Debug, Clone)]
@@ -21,6 +22,12 @@ pub struct Config {
     pub instructor_token: Option<String>,
     /// Caps that protect the shared GPU: queue length, job time limit, sizes.
     pub limits: crate::gpu::Limits,
+    /// Experiments one student may submit per minute (0 switches the limit off).
+    pub experiments_per_minute: u32,
+    /// Longest a request may take before it is answered 408.
+    pub request_timeout: Duration,
+    /// On SIGTERM, how long running experiments get to finish before the server exits.
+    pub drain_timeout: Duration,
 }
 
 impl Default for Config {
@@ -31,6 +38,9 @@ impl Default for Config {
             database: PathBuf::from("gpulab.db"),
             instructor_token: None,
             limits: crate::gpu::Limits::default(),
+            experiments_per_minute: 12,
+            request_timeout: Duration::from_secs(30),
+            drain_timeout: Duration::from_secs(30),
         }
     }
 }

@@ -30,6 +30,9 @@ pub enum AppError {
     /// The feature is switched off on this server.
     #[error("{0}")]
     Forbidden(String),
+    /// The server cannot take this now (shutting down, database not writable).
+    #[error("{0}")]
+    Unavailable(String),
     /// A page template failed to render (a bug, not the student's fault).
     #[error("template error: {0}")]
     Template(#[from] askama::Error),
@@ -46,6 +49,7 @@ impl AppError {
             Self::Invalid(_) => StatusCode::UNPROCESSABLE_ENTITY,
             Self::Unauthorized(_) => StatusCode::UNAUTHORIZED,
             Self::Forbidden(_) => StatusCode::FORBIDDEN,
+            Self::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
             Self::Template(_) | Self::Database(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
     }
@@ -61,6 +65,7 @@ impl AppError {
             Self::Invalid(m) => ("Please check your answers", m.clone()),
             Self::Unauthorized(m) => ("Token needed", m.clone()),
             Self::Forbidden(m) => ("Not available", m.clone()),
+            Self::Unavailable(m) => ("Try again shortly", m.clone()),
             Self::Template(_) | Self::Database(_) => {
                 tracing::error!(error = %self, "internal error");
                 (

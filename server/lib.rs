@@ -34,6 +34,8 @@ pub mod db;
 pub mod error;
 pub mod gpu;
 pub mod identity;
+pub mod metrics;
 pub mod pages;
+pub mod ratelimit;
 pub mod routes;
 pub mod tables;

@@ -137,6 +137,22 @@ struct ServeArgs {
     /// Retry-After. Experiments always run one at a time.
     #[arg(long, env = "GPULAB_QUEUE_LENGTH", default_value_t = 16)]
     queue_length: usize,
+    /// Experiments that may run at once on the GPU. Keep 1 (the default) so every
+    /// measurement has the GPU to itself; more lets a big class through faster but makes
+    /// timings interfere.
+    #[arg(long, env = "GPULAB_GPU_CONCURRENCY", default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=8))]
+    gpu_concurrency: u16,
+    /// Experiments one student may submit per minute; more get 429 with Retry-After.
+    /// 0 switches the limit off.
+    #[arg(long, env = "GPULAB_EXPERIMENTS_PER_MINUTE", default_value_t = 12)]
+    experiments_per_minute: u32,
+    /// Longest any request may take, in seconds, before it is answered 408.
+    #[arg(long, env = "GPULAB_REQUEST_TIMEOUT_SECS", default_value_t = 30, value_parser = clap::value_parser!(u64).range(1..))]
+    request_timeout_secs: u64,
+    /// On SIGTERM or Ctrl-C: seconds a running experiment gets to finish before the
+    /// server exits anyway. Waiting experiments are cancelled at once.
+    #[arg(long, env = "GPULAB_DRAIN_TIMEOUT_SECS", default_value_t = 30)]
+    drain_timeout_secs: u64,
     /// Longest one experiment may run, in seconds, before it is stopped.
     #[arg(long, env = "GPULAB_JOB_TIMEOUT_SECS", default_value_t = 120)]
     job_timeout_secs: u64,
@@ -265,6 +281,7 @@ async fn serve_until_signal(args: ServeArgs) -> anyhow::Result<()> {
         instructor_token: args.instructor_token,
         limits: Limits {
             queue_capacity: args.queue_length,
+            concurrency: usize::from(args.gpu_concurrency),
             job_timeout: Duration::from_secs(args.job_timeout_secs),
             max_transfer_bytes: args.max_transfer_bytes,
             max_matmul_size: args.max_matmul_size,
@@ -273,6 +290,9 @@ async fn serve_until_signal(args: ServeArgs) -> anyhow::Result<()> {
             playground_per_student_bytes: args.playground_mib_per_student << 20,
             playground_total_bytes: args.playground_mib_total << 20,
         },
+        experiments_per_minute: args.experiments_per_minute,
+        request_timeout: Duration::from_secs(args.request_timeout_secs),
+        drain_timeout: Duration::from_secs(args.drain_timeout_secs),
     };
     let state = AppState::new(config.clone()).context("cannot start")?;
     let listener = tokio::net::TcpListener::bind(config.addr)
@@ -289,9 +309,34 @@ async fn serve_until_signal(args: ServeArgs) -> anyhow::Result<()> {
             "off"
         }
     );
-    serve(listener, state, shutdown_signal()).await?;
+    let draining = state.clone();
+    let drain = async move {
+        shutdown_signal().await;
+        drain_experiments(&draining, config.drain_timeout).await;
+    };
+    serve(listener, state.clone(), drain).await?;
+    state
+        .db
+        .checkpoint()
+        .await
+        .context("cannot flush the database")?;
     tracing::info!("shut down cleanly");
     Ok(())
+}
+
+/// Stops taking experiments, fails the waiting ones, and gives the running ones until
+/// `timeout` to finish; pages and job polls keep being served meanwhile.
+async fn drain_experiments(state: &AppState, timeout: Duration) {
+    state.engine.close();
+    let engine = state.engine.clone();
+    let idle = tokio::task::spawn_blocking(move || engine.wait_idle(timeout))
+        .await
+        .unwrap_or(false);
+    if idle {
+        tracing::info!("no experiment running; stopping the server");
+    } else {
+        tracing::warn!("an experiment was still running after {timeout:?}; it is cancelled");
+    }
 }
 
 async fn shutdown_signal() {

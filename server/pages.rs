@@ -167,6 +167,22 @@ pub struct InstructorPage<'a> {
     pub rows: Vec<GradebookRow>,
     /// Most-missed questions.
     pub missed: Vec<MissedQuestion>,
+    /// The experiment queue right now.
+    pub queue: crate::gpu::queue::QueueStats,
+    /// The device experiments run on.
+    pub device: String,
+    /// Experiment use per student, from the server's own job records.
+    pub gpu_use: Vec<GpuUseRow>,
+}
+
+/// One student's use of the shared GPU since the server started.
+pub struct GpuUseRow {
+    /// Display name, or a short form of the id.
+    pub name: String,
+    /// The queue's figures for this student.
+    pub usage: crate::gpu::queue::OwnerUsage,
+    /// Memory this student's allocator playground holds now, in MiB.
+    pub playground_mib: f64,
 }
 
 /// One student's row in the gradebook.

@@ -1,8 +1,10 @@
 //! The one integration-test binary. Each module spawns the real app (or the real
 //! `gpulab` binary) and checks it from the outside, the way a browser or author would.
 
+mod class_mode;
 mod cli;
 mod content;
+mod docker;
 mod durability;
 mod experiments;
 mod gpu;

@@ -47,6 +47,9 @@ pub fn test_config(database: PathBuf) -> Config {
         database,
         instructor_token: None,
         limits: gpulab::gpu::Limits::default(),
+        // Off by default so tests may queue many jobs; the rate-limit test sets it.
+        experiments_per_minute: 0,
+        ..Config::default()
     }
 }
 

@@ -84,3 +84,13 @@ pub fn most_missed(conn: &Connection) -> Result<Vec<MissedQuestion>, DbError> {
     })?;
     Ok(rows.collect::<Result<_, _>>()?)
 }
+
+/// Every student's chosen display name, by id (students without one are absent).
+pub fn display_names(
+    conn: &Connection,
+) -> Result<std::collections::HashMap<String, String>, DbError> {
+    let mut statement =
+        conn.prepare("SELECT id, display_name FROM students WHERE display_name IS NOT NULL")?;
+    let rows = statement.query_map([], |row| Ok((row.get(0)?, row.get(1)?)))?;
+    Ok(rows.collect::<Result<_, _>>()?)
+}

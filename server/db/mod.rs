@@ -101,6 +101,16 @@ impl Db {
         .map_err(|e| DbError::Task(e.to_string()))?
     }
 
+    /// Copies the write-ahead log into the database file and truncates it (shutdown), so
+    /// the `.db` file alone holds every committed attempt.
+    pub async fn checkpoint(&self) -> Result<(), DbError> {
+        self.run(|conn| {
+            conn.execute_batch("PRAGMA wal_checkpoint(TRUNCATE);")?;
+            Ok(())
+        })
+        .await
+    }
+
     /// Checks the database accepts a write (for readiness probes).
     pub async fn check_writable(&self) -> Result<(), DbError> {
         self.run(|conn| {

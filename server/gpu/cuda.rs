@@ -126,6 +126,35 @@ impl CudaHandle {
         Ok(out)
     }
 
+    /// Whether the context still works: a sticky error (illegal address, failed
+    /// launch) makes every later call fail until the context is destroyed.
+    pub fn healthy(&self) -> bool {
+        let probe = || -> Result<(), cudarc::driver::DriverError> {
+            self.stream.synchronize()?;
+            let buffer = self.stream.clone_htod(&[1u8])?;
+            self.stream.clone_dtoh(&buffer)?;
+            Ok(())
+        };
+        guarded(probe).is_ok_and(|r| r.is_ok())
+    }
+
+    /// Destroys device 0's primary context (everything allocated in it is gone) and
+    /// opens a fresh handle. Call only after dropping the old handle.
+    pub fn reset_and_open() -> Result<Self, String> {
+        let reset = || -> Result<(), String> {
+            let device = cudarc::driver::result::device::get(0).map_err(|e| e.to_string())?;
+            // SAFETY: `device` is a valid ordinal-0 device handle from cuDeviceGet; the
+            // reset invalidates every allocation and module of the primary context,
+            // and the caller has dropped the handle that owned them. Buffers still held
+            // elsewhere (the allocator playground) only see errors when freed later.
+            unsafe { cudarc::driver::sys::cuDevicePrimaryCtxReset_v2(device) }
+                .result()
+                .map_err(|e| e.to_string())
+        };
+        guarded(reset)??;
+        Self::open()
+    }
+
     /// Other processes using this GPU right now (NVML), when NVML can tell.
     pub fn other_processes(&self) -> Option<usize> {
         let nvml = self.nvml.as_ref()?;

@@ -181,6 +181,15 @@ impl Playgrounds {
         self.with(student, |_, _| ()).1
     }
 
+    /// Bytes reserved by `student`'s playground (0 without one).
+    pub fn reserved_by(&self, student: &str) -> u64 {
+        self.pools
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .get(student)
+            .map_or(0, |(p, _)| p.reserved())
+    }
+
     /// Bytes reserved by all playgrounds.
     pub fn total_reserved(&self) -> u64 {
         self.pools

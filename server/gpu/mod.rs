@@ -51,7 +51,7 @@ use serde::Serialize;
 
 use card::DeviceCard;
 use cuda::CudaHandle;
-use queue::{JobState, Queue, QueueFull};
+use queue::{JobState, OwnerUsage, Queue, QueueStats, Refused};
 use transfer::TransferParams;
 
 /// Server-side caps that protect a shared GPU.
@@ -59,6 +59,8 @@ use transfer::TransferParams;
 pub struct Limits {
     /// Jobs that may wait at once; more get 429.
     pub queue_capacity: usize,
+    /// Experiments that may run at once (1 keeps every measurement alone on the GPU).
+    pub concurrency: usize,
     /// Longest one experiment may run.
     pub job_timeout: Duration,
     /// Largest transfer-benchmark size in bytes.
@@ -79,6 +81,7 @@ impl Default for Limits {
     fn default() -> Self {
         Self {
             queue_capacity: 16,
+            concurrency: 1,
             job_timeout: Duration::from_secs(120),
             max_transfer_bytes: 1 << 30,
             max_matmul_size: 4096,
@@ -196,30 +199,32 @@ pub struct Engine {
 pub const PLAYGROUND_IDLE: Duration = Duration::from_secs(30 * 60);
 
 impl Engine {
-    /// Starts the worker, which opens the GPU if it can (or uses the CPU).
+    /// Starts the workers (`limits.concurrency` of them, each with its own backend),
+    /// which open the GPU if they can (or use the CPU).
     pub fn start(limits: Limits) -> Self {
         let queue: Arc<Queue<Experiment>> = Queue::new(limits.queue_capacity);
         let (tx, rx) = mpsc::channel();
-        let timeout = limits.job_timeout;
-        let worker_queue = Arc::clone(&queue);
-        std::thread::Builder::new()
-            .name("gpulab-engine".into())
-            .spawn(move || {
-                let report = doctor::run();
-                let (mut backend, card, source) = match CudaHandle::open() {
-                    Ok(handle) => {
-                        let card = handle.card.clone();
-                        let source = pool::Source::Device(Arc::clone(&handle.ctx));
-                        (Backend::Cuda(Box::new(handle)), card, source)
-                    }
-                    Err(reason) => (Backend::Cpu, card::cpu_card(&reason), pool::Source::Host),
-                };
-                let _ = tx.send((card.clone(), report, source));
-                queue::spawn_worker(worker_queue, move |job| {
-                    run_job(&mut backend, &card, &job, timeout)
-                });
-            })
-            .expect("the OS can start the engine thread");
+        for worker in 0..limits.concurrency.max(1) {
+            let timeout = limits.job_timeout;
+            let worker_queue = Arc::clone(&queue);
+            let tx = tx.clone();
+            std::thread::Builder::new()
+                .name(format!("gpulab-engine-{worker}"))
+                .spawn(move || {
+                    let report = doctor::run();
+                    let (mut backend, card, source) = open_backend();
+                    let _ = tx.send((card.clone(), report, source));
+                    queue::spawn_worker(worker_queue, move |job| {
+                        let state = run_job(&mut backend, &card, &job, timeout);
+                        if matches!(state, JobState::Failed { .. }) {
+                            recover(&mut backend);
+                        }
+                        state
+                    });
+                })
+                .expect("the OS can start the engine thread");
+        }
+        drop(tx);
         let (card, report, source) = rx.recv().unwrap_or_else(|_| {
             (
                 card::cpu_card("the engine failed to start"),
@@ -233,7 +238,7 @@ impl Engine {
             limits.playground_total_bytes,
             PLAYGROUND_IDLE,
         );
-        tracing::info!(backend = card.kind, device = %card.name, "experiment engine ready");
+        tracing::info!(backend = card.kind, device = %card.name, workers = limits.concurrency, "experiment engine ready");
         Self {
             queue,
             card: Arc::new(card),
@@ -243,9 +248,31 @@ impl Engine {
         }
     }
 
-    /// Queues an experiment; returns its job id and position.
-    pub fn submit(&self, experiment: Experiment) -> Result<(u64, usize), QueueFull> {
-        self.queue.submit(experiment)
+    /// Queues an experiment for `owner` (a student id); returns its job id and position.
+    pub fn submit(&self, owner: &str, experiment: Experiment) -> Result<(u64, usize), Refused> {
+        self.queue.submit(owner, experiment)
+    }
+
+    /// Queue-wide figures (depth, running, outcomes).
+    pub fn stats(&self) -> QueueStats {
+        self.queue.stats()
+    }
+
+    /// Each student's use of the worker, busiest first.
+    pub fn usage(&self) -> Vec<(String, OwnerUsage)> {
+        self.queue.usage()
+    }
+
+    /// Stops taking experiments and fails the waiting ones (shutdown).
+    pub fn close(&self) {
+        self.queue.close(
+            "the server is shutting down; your experiment did not run — try again when it is back",
+        );
+    }
+
+    /// Blocks until no experiment runs, or `timeout` passes; true when idle.
+    pub fn wait_idle(&self, timeout: Duration) -> bool {
+        self.queue.wait_idle(timeout)
     }
 
     /// A job's state.
@@ -261,6 +288,40 @@ impl Engine {
     /// Estimated wait for a new job, in seconds.
     pub fn estimated_wait_secs(&self) -> f64 {
         self.queue.estimated_wait_secs()
+    }
+}
+
+/// Opens the GPU, or falls back to the CPU with the reason in the card.
+fn open_backend() -> (Backend, DeviceCard, pool::Source) {
+    match CudaHandle::open() {
+        Ok(handle) => {
+            let card = handle.card.clone();
+            let source = pool::Source::Device(Arc::clone(&handle.ctx));
+            (Backend::Cuda(Box::new(handle)), card, source)
+        }
+        Err(reason) => (Backend::Cpu, card::cpu_card(&reason), pool::Source::Host),
+    }
+}
+
+/// After a failed job: if the CUDA context no longer works (a sticky error such as an
+/// illegal address poisons it for good), reset the device's primary context and open a
+/// fresh handle, so the next student's experiment runs on a working GPU.
+fn recover(backend: &mut Backend) {
+    let Backend::Cuda(gpu) = backend else { return };
+    if gpu.healthy() {
+        return;
+    }
+    tracing::warn!("the CUDA context failed a health check after an error; recreating it");
+    // Drop the old handle (its modules, cuBLAS handle and context reference) first.
+    *backend = Backend::Cpu;
+    match CudaHandle::reset_and_open() {
+        Ok(fresh) => {
+            *backend = Backend::Cuda(Box::new(fresh));
+            tracing::info!("CUDA context recreated");
+        }
+        Err(reason) => {
+            tracing::error!(%reason, "could not recreate the CUDA context; later experiments run on the CPU");
+        }
     }
 }
 

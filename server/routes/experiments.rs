@@ -6,7 +6,7 @@
 
 use axum::Json;
 use axum::body::Bytes;
-use axum::extract::{Path, State};
+use axum::extract::{Extension, Path, State};
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde_json::json;
@@ -14,7 +14,9 @@ use serde_json::json;
 use crate::app::AppState;
 use crate::error::{ApiError, AppError};
 use crate::gpu::Experiment;
+use crate::gpu::queue::Refused;
 use crate::gpu::transfer::{MIN_BYTES, TransferParams};
+use crate::identity::StudentId;
 
 /// `GET /api/device`: the device card (`device.kind` is `cuda` or `cpu`), the queue's
 /// depth and this server's caps, so a page can bound its controls like the server does.
@@ -45,8 +47,35 @@ pub async fn doctor(State(state): State<AppState>) -> Json<crate::gpu::doctor::R
 
 use super::body::json as parse;
 
-fn accepted(state: &AppState, experiment: Experiment) -> Result<Response, ApiError> {
-    match state.engine.submit(experiment) {
+fn too_many(retry_after_secs: u64, message: String) -> Response {
+    let mut response = (
+        StatusCode::TOO_MANY_REQUESTS,
+        Json(json!({ "error": { "status": 429, "message": message } })),
+    )
+        .into_response();
+    response
+        .headers_mut()
+        .insert(header::RETRY_AFTER, HeaderValue::from(retry_after_secs));
+    response
+}
+
+fn accepted(
+    state: &AppState,
+    student: &StudentId,
+    experiment: Experiment,
+) -> Result<Response, ApiError> {
+    if let Err(wait) = state.experiment_limiter.check(&student.0) {
+        let secs = wait.as_secs_f64().ceil().max(1.0) as u64;
+        state.metrics.rejected("rate_limited");
+        return Ok(too_many(
+            secs,
+            format!(
+                "You have started {} experiments in the last minute, the most one student may while the class shares the GPU. Try again in about {secs} s.",
+                state.config.experiments_per_minute
+            ),
+        ));
+    }
+    match state.engine.submit(&student.0, experiment) {
         Ok((id, position)) => Ok((
             StatusCode::ACCEPTED,
             [(header::LOCATION, format!("/api/jobs/{id}"))],
@@ -59,23 +88,26 @@ fn accepted(state: &AppState, experiment: Experiment) -> Result<Response, ApiErr
             })),
         )
             .into_response()),
-        Err(full) => {
-            let mut response = (
-                StatusCode::TOO_MANY_REQUESTS,
-                Json(json!({ "error": { "status": 429, "message": format!("The experiment queue is full: the GPU is busy with other students' experiments. Try again in about {} s.", full.retry_after_secs) } })),
-            )
-                .into_response();
-            response.headers_mut().insert(
-                header::RETRY_AFTER,
-                HeaderValue::from(full.retry_after_secs),
-            );
-            Ok(response)
-        }
+        Err(Refused::Full { retry_after_secs }) => Ok(too_many(
+            retry_after_secs,
+            format!(
+                "The experiment queue is full: the GPU is busy with other students' experiments. Try again in about {retry_after_secs} s."
+            ),
+        )),
+        Err(Refused::Closed) => Err(AppError::Unavailable(
+            "The server is shutting down and takes no new experiments. Try again in a minute."
+                .into(),
+        )
+        .into()),
     }
 }
 
 /// `POST /api/experiments/transfer` with `{"max_bytes": …}`.
-pub async fn transfer(State(state): State<AppState>, body: Bytes) -> Result<Response, ApiError> {
+pub async fn transfer(
+    State(state): State<AppState>,
+    Extension(student): Extension<StudentId>,
+    body: Bytes,
+) -> Result<Response, ApiError> {
     let params: TransferParams = parse(&body, r#"{"max_bytes": 1073741824}"#)?;
     let cap = state.engine.limits.max_transfer_bytes;
     if params.max_bytes < MIN_BYTES || params.max_bytes > cap {
@@ -84,7 +116,7 @@ pub async fn transfer(State(state): State<AppState>, body: Bytes) -> Result<Resp
         ))
         .into());
     }
-    accepted(&state, Experiment::Transfer(params))
+    accepted(&state, &student, Experiment::Transfer(params))
 }
 
 /// `GET /api/jobs/{id}`: queued (with position), running, done (with result) or failed.
@@ -105,7 +137,11 @@ pub async fn job(
 }
 
 /// `POST /api/experiments/matmul` with `{"max_size": …}`.
-pub async fn matmul(State(state): State<AppState>, body: Bytes) -> Result<Response, ApiError> {
+pub async fn matmul(
+    State(state): State<AppState>,
+    Extension(student): Extension<StudentId>,
+    body: Bytes,
+) -> Result<Response, ApiError> {
     let params: crate::gpu::matmul::MatmulParams = parse(&body, r#"{"max_size": 4096}"#)?;
     let cap = state.engine.limits.max_matmul_size;
     if params.max_size < 16 || params.max_size > cap {
@@ -114,15 +150,19 @@ pub async fn matmul(State(state): State<AppState>, body: Bytes) -> Result<Respon
         ))
         .into());
     }
-    accepted(&state, Experiment::Matmul(params))
+    accepted(&state, &student, Experiment::Matmul(params))
 }
 
 /// `POST /api/experiments/timing` (no parameters; an empty body or `{}`).
-pub async fn timing(State(state): State<AppState>, body: Bytes) -> Result<Response, ApiError> {
+pub async fn timing(
+    State(state): State<AppState>,
+    Extension(student): Extension<StudentId>,
+    body: Bytes,
+) -> Result<Response, ApiError> {
     if !body.iter().all(u8::is_ascii_whitespace) {
         let _: EmptyParams = parse(&body, "{}")?;
     }
-    accepted(&state, Experiment::Timing)
+    accepted(&state, &student, Experiment::Timing)
 }
 
 #[derive(serde::Deserialize)]
@@ -131,7 +171,11 @@ struct EmptyParams {}
 
 /// `POST /api/experiments/training` with `{"batch", "hidden", "steps", "log_every",
 /// "precision"?, "optimizer"?}`.
-pub async fn training(State(state): State<AppState>, body: Bytes) -> Result<Response, ApiError> {
+pub async fn training(
+    State(state): State<AppState>,
+    Extension(student): Extension<StudentId>,
+    body: Bytes,
+) -> Result<Response, ApiError> {
     let params: crate::gpu::train::TrainParams = parse(
         &body,
         r#"{"batch": 32, "hidden": 128, "steps": 200, "log_every": 10}"#,
@@ -140,21 +184,29 @@ pub async fn training(State(state): State<AppState>, body: Bytes) -> Result<Resp
     params
         .validate(limits.max_train_steps, limits.max_hidden)
         .map_err(AppError::Invalid)?;
-    accepted(&state, Experiment::Training(params))
+    accepted(&state, &student, Experiment::Training(params))
 }
 
 /// `POST /api/experiments/precision` with `{"size": …}`.
-pub async fn precision(State(state): State<AppState>, body: Bytes) -> Result<Response, ApiError> {
+pub async fn precision(
+    State(state): State<AppState>,
+    Extension(student): Extension<StudentId>,
+    body: Bytes,
+) -> Result<Response, ApiError> {
     let params: crate::gpu::precision::PrecisionParams = parse(&body, r#"{"size": 1024}"#)?;
     params
         .validate(state.engine.limits.max_matmul_size)
         .map_err(AppError::Invalid)?;
-    accepted(&state, Experiment::Precision(params))
+    accepted(&state, &student, Experiment::Precision(params))
 }
 
 /// `POST /api/experiments/break-it` with `{"case": "batch-on-host" | "log-every-step"}`.
-pub async fn break_it(State(state): State<AppState>, body: Bytes) -> Result<Response, ApiError> {
+pub async fn break_it(
+    State(state): State<AppState>,
+    Extension(student): Extension<StudentId>,
+    body: Bytes,
+) -> Result<Response, ApiError> {
     let params: crate::gpu::breakit::BreakItParams = parse(&body, r#"{"case": "batch-on-host"}"#)?;
     params.validate().map_err(AppError::Invalid)?;
-    accepted(&state, Experiment::BreakIt(params))
+    accepted(&state, &student, Experiment::BreakIt(params))
 }

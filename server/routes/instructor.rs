@@ -17,7 +17,7 @@ use crate::app::AppState;
 use crate::db::gradebook::{self, GradeCell, MissedQuestion};
 use crate::error::AppError;
 use crate::identity::{private_cookie, random_token};
-use crate::pages::{GradebookRow, InstructorLoginPage, InstructorPage};
+use crate::pages::{GpuUseRow, GradebookRow, InstructorLoginPage, InstructorPage};
 
 /// Name of the instructor session cookie.
 pub const SESSION_COOKIE: &str = "gpulab_instructor";
@@ -81,9 +81,15 @@ pub async fn gradebook(
         )
         .into_response());
     }
-    let (grades, missed) = state
+    let (grades, missed, names) = state
         .db
-        .run(|conn| Ok((gradebook::grades(conn)?, gradebook::most_missed(conn)?)))
+        .run(|conn| {
+            Ok((
+                gradebook::grades(conn)?,
+                gradebook::most_missed(conn)?,
+                gradebook::display_names(conn)?,
+            ))
+        })
         .await?;
     let quizzes: Vec<(&str, &str)> = state
         .course
@@ -112,11 +118,28 @@ pub async fn gradebook(
                 .collect(),
         })
         .collect();
+    let gpu_use = state
+        .engine
+        .usage()
+        .into_iter()
+        .map(|(id, usage)| GpuUseRow {
+            name: names
+                .get(&id)
+                .cloned()
+                .unwrap_or_else(|| format!("anonymous {}", id.get(..8).unwrap_or(&id))),
+            playground_mib: state.engine.playgrounds.reserved_by(&id) as f64
+                / f64::from(1u32 << 20),
+            usage,
+        })
+        .collect();
     let page = InstructorPage {
         layout: &state.layout,
         quizzes,
         rows,
         missed,
+        queue: state.engine.stats(),
+        device: format!("{} ({})", state.engine.card.name, state.engine.card.kind),
+        gpu_use,
     };
     Ok(Html(page.render()?).into_response())
 }

@@ -5,6 +5,7 @@
 pub mod assets;
 pub mod body;
 pub mod experiments;
+pub mod health;
 pub mod instructor;
 pub mod me;
 pub mod openapi;

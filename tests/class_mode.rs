@@ -1,0 +1,142 @@
+//! Class-scale behaviour over HTTP: health and readiness probes, Prometheus metrics,
+//! the per-student experiment rate limit, and the instructor's view of GPU use.
+
+use reqwest::StatusCode;
+use serde_json::{Value, json};
+
+use crate::experiments::{post, wait_for};
+use crate::support::{spawn, spawn_with, student, test_config};
+
+#[tokio::test]
+async fn health_and_readiness_probes_answer() {
+    let app = spawn().await;
+    let health = app.get("/healthz").await;
+    assert_eq!(health.status(), StatusCode::OK);
+    let ready = app.get("/readyz").await;
+    assert_eq!(ready.status(), StatusCode::OK);
+    let body: Value = ready.json().await.unwrap();
+    assert_eq!(body["database"], "ok");
+    assert!(["cuda", "cpu"].contains(&body["gpu"]["backend"].as_str().unwrap()));
+}
+
+#[tokio::test]
+async fn metrics_count_requests_by_route_and_jobs_by_outcome() {
+    let app = spawn().await;
+    app.get("/lessons/why-gpus").await;
+    app.get("/lessons/no-such-lesson").await;
+    let queued: Value = post(&app, "/api/experiments/timing", json!({}))
+        .await
+        .json()
+        .await
+        .unwrap();
+    wait_for(&app, queued["job_id"].as_u64().unwrap()).await;
+    let text = app.get("/metrics").await.text().await.unwrap();
+    assert!(
+        text.contains(
+            r#"gpulab_http_requests_total{method="GET",route="/lessons/{slug}",status="200"} 1"#
+        ),
+        "{text}"
+    );
+    assert!(
+        text.contains(r#"route="/lessons/{slug}",status="404"} 1"#),
+        "{text}"
+    );
+    assert!(text.contains("gpulab_http_request_duration_seconds_bucket"));
+    assert!(
+        text.contains(r#"gpulab_jobs_total{outcome="done"} 1"#),
+        "{text}"
+    );
+    assert!(text.contains("gpulab_jobs_running_peak 1"), "{text}");
+    assert!(text.contains("gpulab_queue_depth 0"), "{text}");
+    assert!(
+        !text.contains("no-such-lesson"),
+        "raw paths never become labels"
+    );
+}
+
+#[tokio::test]
+async fn one_student_is_rate_limited_and_another_is_not() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = test_config(dir.path().join("gpulab.db"));
+    config.experiments_per_minute = 2;
+    let app = spawn_with(config).await;
+    let (ann, bob) = (student(), student());
+    let submit = |client: &reqwest::Client| {
+        client
+            .post(format!("{}/api/experiments/timing", app.base))
+            .json(&json!({}))
+            .send()
+    };
+    assert_eq!(submit(&ann).await.unwrap().status(), StatusCode::ACCEPTED);
+    assert_eq!(submit(&ann).await.unwrap().status(), StatusCode::ACCEPTED);
+    let limited = submit(&ann).await.unwrap();
+    assert_eq!(limited.status(), StatusCode::TOO_MANY_REQUESTS);
+    let retry: u64 = limited.headers()["retry-after"]
+        .to_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!((1..=60).contains(&retry), "{retry}");
+    let body: Value = limited.json().await.unwrap();
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("per minute")
+            || body["error"]["message"]
+                .as_str()
+                .unwrap()
+                .contains("last minute")
+    );
+    assert_eq!(submit(&bob).await.unwrap().status(), StatusCode::ACCEPTED);
+    let metrics = app.get("/metrics").await.text().await.unwrap();
+    assert!(
+        metrics.contains(r#"gpulab_experiments_refused_total{reason="rate_limited"} 1"#),
+        "{metrics}"
+    );
+}
+
+#[tokio::test]
+async fn the_instructor_sees_gpu_use_per_student() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = test_config(dir.path().join("gpulab.db"));
+    config.instructor_token = Some("class-token".into());
+    let app = spawn_with(config).await;
+    let ann = student();
+    ann.post(format!("{}/me/name", app.base))
+        .form(&[("display_name", "Ann <b>Lee</b>")])
+        .send()
+        .await
+        .unwrap();
+    let queued: Value = ann
+        .post(format!("{}/api/experiments/timing", app.base))
+        .json(&json!({}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    wait_for(&app, queued["job_id"].as_u64().unwrap()).await;
+    let teacher = student();
+    teacher
+        .post(format!("{}/instructor/login", app.base))
+        .form(&[("token", "class-token")])
+        .send()
+        .await
+        .unwrap();
+    let page = teacher
+        .get(format!("{}/instructor", app.base))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(page.contains("GPU use per student"), "{page}");
+    assert!(
+        page.contains("Ann &#60;b&#62;Lee&#60;/b&#62;"),
+        "name escaped: {page}"
+    );
+    assert!(page.contains("1 finished"), "{page}");
+}
