@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
-# The whole test suite, from a fresh clone: set-up, formatting, lints, then every test.
+# The whole test suite, from a fresh clone: set-up, formatting, lints, then every test:
+# Rust tests, the JavaScript unit tests (tests/js) and the end-to-end tests in headless
+# Chromium (tests/e2e, screenshots in target/e2e-artifacts/screenshots/).
 # This is the test command named in README.md; CI runs it through .ci/run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -16,6 +18,25 @@ echo "== cargo clippy"
 cargo clippy --locked --all-targets -- -D warnings
 echo "== cargo test"
 cargo test --locked --all-targets
+# Unit tests of the widgets' logic, when there are any (node's built-in runner).
+shopt -s globstar nullglob
+js_tests=(tests/js/**/*.test.mjs)
+shopt -u globstar nullglob
+if ((${#js_tests[@]})); then
+  echo "== node --test tests/js (${#js_tests[@]} files)"
+  node --test "${js_tests[@]}"
+else
+  echo "== node --test tests/js: no tests/js/*.test.mjs yet, skipped"
+fi
+# End-to-end: drives target/debug/gpulab (built by cargo test above) in headless Chromium.
+echo "== end-to-end tests (tests/e2e/run.mjs)"
+e2e_status=0
+node tests/e2e/run.mjs || e2e_status=$?
+echo "== end-to-end screenshots: $(pwd)/target/e2e-artifacts/screenshots/ (report: target/e2e-artifacts/report.json)"
+if ((e2e_status)); then
+  echo "end-to-end tests failed (exit $e2e_status); see the summary above" >&2
+  exit "$e2e_status"
+fi
 echo "== GPU tests (they run only where a GPU is present)"
 cargo test --locked --test main gpu:: -- --nocapture 2>&1 | grep -E "SKIPPED|^test |test result" || true
 echo "== gpulab doctor"

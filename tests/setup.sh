@@ -1,12 +1,24 @@
 #!/usr/bin/env bash
 # Installs what the test suite needs on a fresh Debian machine, and nothing when it is
 # already there (safe to run every time). Called by tests/run.sh and .ci/run.
+# Besides the Rust toolchain and NVRTC, the end-to-end tests (tests/e2e) need Debian's
+# Chromium, Node.js >= 20 (playwright-core's minimum) and the pinned npm packages.
 set -euo pipefail
+cd "$(dirname "$0")/.."
 
 need_apt=()
 command -v cargo >/dev/null || { echo "setup: a Rust toolchain (cargo) is required: https://rustup.rs" >&2; exit 1; }
 command -v cc >/dev/null || need_apt+=(build-essential)
 command -v pkg-config >/dev/null || need_apt+=(pkg-config)
+# Headless browser for tests/e2e (CHROMIUM may name another build).
+if [[ -z ${CHROMIUM:-} || ! -x ${CHROMIUM:-} ]]; then
+  command -v chromium >/dev/null || need_apt+=(chromium)
+fi
+if ! command -v node >/dev/null; then
+  need_apt+=(nodejs npm)
+elif ! command -v npm >/dev/null; then
+  need_apt+=(npm)
+fi
 
 if ((${#need_apt[@]})); then
   if [[ $(id -u) -ne 0 ]]; then
@@ -34,4 +46,18 @@ if [[ ! -f "$NVRTC_DIR/.installed-12.9.86" ]]; then
   rm -rf "$NVRTC_DIR"
   python3 -m pip install -q --disable-pip-version-check --no-deps --target "$NVRTC_DIR" "${NVRTC_WHEELS[@]}"
   touch "$NVRTC_DIR/.installed-12.9.86"
+fi
+
+# Node.js packages for the end-to-end tests, pinned by tests/e2e/package-lock.json.
+# `npm ci` again only when node_modules is missing or the lock file changed since.
+node_major=$(node -p 'process.versions.node.split(".")[0]')
+if ((node_major < 20)); then
+  echo "setup: the end-to-end tests need Node.js >= 20 (found $(node --version); Debian 12's" \
+    "nodejs is 18): install Node.js 20 or newer from https://nodejs.org" >&2
+  exit 1
+fi
+E2E_DIR=tests/e2e
+if [[ ! -d $E2E_DIR/node_modules || $E2E_DIR/package-lock.json -nt $E2E_DIR/node_modules/.package-lock.json ]]; then
+  echo "setup: npm ci in $E2E_DIR"
+  (cd "$E2E_DIR" && npm ci --no-audit --no-fund)
 fi

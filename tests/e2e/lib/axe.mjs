@@ -1,0 +1,70 @@
+// Check (c): axe-core on every lesson, home, about, lesson 1's quiz and the final exam,
+// in light and dark, after the widgets mounted. Fails on any violation of impact
+// "serious" or "critical" and prints rule, impact, target selectors and help for each.
+// Injecting axe needs a script the site's CSP (script-src 'self') would block, so this
+// pass alone uses a browser context with bypassCSP: true.
+
+import { createRequire } from 'node:module';
+import { FINAL_EXAM_PATH, lessonPath, quizPath } from './course.mjs';
+import { waitForMount } from './directives.mjs';
+import { CheckFailure, withTimeout } from './util.mjs';
+
+const AXE_PATH = createRequire(import.meta.url).resolve('axe-core/axe.min.js');
+const FAILING_IMPACTS = new Set(['serious', 'critical']);
+
+export async function checkAccessibility(ctx) {
+  const { browser, origin, lessons, report, timeouts } = ctx;
+  const pages = [
+    { id: 'home', path: '/' },
+    { id: 'about', path: '/about' },
+    { id: `quiz ${lessons[0].slug}`, path: quizPath(lessons[0].slug) },
+    { id: 'final exam', path: FINAL_EXAM_PATH },
+    ...lessons.map((l) => ({ id: l.slug, path: lessonPath(l.slug), lesson: true })),
+  ];
+  for (const scheme of ['light', 'dark']) {
+    const context = await browser.newContext({
+      bypassCSP: true,
+      colorScheme: scheme,
+      reducedMotion: 'reduce',
+      viewport: { width: 1280, height: 900 },
+    });
+    try {
+      const page = await context.newPage();
+      page.setDefaultTimeout(timeouts.action);
+      page.setDefaultNavigationTimeout(timeouts.navigation);
+      for (const target of pages) {
+        await report.check('axe', `${target.id} (${scheme})`, async () => {
+          const response = await page.goto(`${origin}${target.path}`, { waitUntil: 'load' });
+          if (!response || response.status() !== 200) throw new Error(`GET ${target.path} answered ${response?.status() ?? 'nothing'}`);
+          if (target.lesson) await waitForMount(page, timeouts.mount);
+          await page.addScriptTag({ path: AXE_PATH });
+          const results = await withTimeout(
+            page.evaluate(() => window.axe.run(document, { resultTypes: ['violations'] })),
+            60_000,
+            'axe.run',
+          );
+          return judge(results.violations);
+        });
+      }
+    } finally {
+      await withTimeout(context.close(), 10_000, 'closing the axe context').catch(() => {});
+    }
+  }
+}
+
+/** Throws a readable list of serious/critical violations; else a note of the minor ones. */
+function judge(violations) {
+  const failing = violations.filter((v) => FAILING_IMPACTS.has(v.impact));
+  const minor = violations.filter((v) => !FAILING_IMPACTS.has(v.impact));
+  const minorNote = minor.length ? `${minor.length} minor/moderate rule(s): ${minor.map((v) => `${v.id} (${v.impact})`).join(', ')}` : 'no violations';
+  if (failing.length === 0) return minorNote;
+  const lines = [];
+  for (const v of failing) {
+    const targets = v.nodes.slice(0, 5).map((n) => n.target.flat().join(' '));
+    const more = v.nodes.length > 5 ? ` … and ${v.nodes.length - 5} more` : '';
+    lines.push(`  * ${v.id} [${v.impact}] ${v.help} (${v.helpUrl})\n      on ${v.nodes.length} node(s): ${targets.join(' | ')}${more}`);
+    const summary = v.nodes[0]?.failureSummary?.split('\n').slice(1, 2).join(' ').trim();
+    if (summary) lines.push(`      e.g. ${summary}`);
+  }
+  throw new CheckFailure(`${failing.length} serious/critical axe violation(s):\n${lines.join('\n')}`);
+}
