@@ -150,19 +150,19 @@ pub(super) fn memory_ladder(_: &Params) -> String {
                 vec![
                     "Registers".into(),
                     "~1 cycle".into(),
-                    "per thread".into(),
+                    "256 KiB per SM".into(),
                     "one thread".into(),
                 ],
                 vec![
                     "Shared memory / L1".into(),
                     "~5 cycles".into(),
-                    "up to 164 KB shared of 192 KB per SM".into(),
+                    "192 KiB per SM (up to 164 KiB as shared memory)".into(),
                     "one block".into(),
                 ],
                 vec![
                     "L2 cache".into(),
                     "~50 cycles".into(),
-                    "40 MB".into(),
+                    "40 MiB".into(),
                     "whole GPU".into(),
                 ],
                 vec![

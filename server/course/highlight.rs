@@ -51,7 +51,7 @@ impl Highlighter {
                 .map_err(|e| format!("could not highlight `{lang}` code: {e}"))?;
         }
         Ok(format!(
-            "<pre class=\"code\" data-lang=\"{lang}\"><code>{}</code></pre>\n",
+            "<pre class=\"code\" data-lang=\"{lang}\" tabindex=\"0\"><code>{}</code></pre>\n",
             generator.finalize()
         ))
     }
@@ -60,7 +60,7 @@ impl Highlighter {
 fn plain(lang: &str, code: &str) -> String {
     let lang = if lang.is_empty() { "text" } else { lang };
     format!(
-        "<pre class=\"code\" data-lang=\"{lang}\"><code>{}</code></pre>\n",
+        "<pre class=\"code\" data-lang=\"{lang}\" tabindex=\"0\"><code>{}</code></pre>\n",
         super::html::escape(code)
     )
 }
@@ -69,10 +69,12 @@ fn plain(lang: &str, code: &str) -> String {
 /// `prefers-color-scheme: dark`.
 pub fn stylesheet() -> String {
     let themes = ThemeSet::load_defaults();
-    let light = css_for_theme_with_class_style(&themes.themes["InspiredGitHub"], CLASS_STYLE)
-        .unwrap_or_default();
-    let dark = css_for_theme_with_class_style(&themes.themes["base16-ocean.dark"], CLASS_STYLE)
-        .unwrap_or_default();
+    let mut light_theme = themes.themes["InspiredGitHub"].clone();
+    let mut dark_theme = themes.themes["base16-ocean.dark"].clone();
+    make_readable(&mut light_theme, LIGHT_CODE_BG);
+    make_readable(&mut dark_theme, DARK_CODE_BG);
+    let light = css_for_theme_with_class_style(&light_theme, CLASS_STYLE).unwrap_or_default();
+    let dark = css_for_theme_with_class_style(&dark_theme, CLASS_STYLE).unwrap_or_default();
     // Each theme sits in its own media query so rules one theme defines and the other
     // does not never leak across (a light-theme colour on a dark background).
     format!(
@@ -80,9 +82,93 @@ pub fn stylesheet() -> String {
     )
 }
 
+/// `--code-bg` in site.css, light and dark: the background code is read on.
+const LIGHT_CODE_BG: [u8; 3] = [0xf4, 0xf5, 0xf6];
+const DARK_CODE_BG: [u8; 3] = [0x1f, 0x23, 0x28];
+/// WCAG AA for normal text is 4.5:1; aim a little above to survive rounding.
+const MIN_CONTRAST: f64 = 4.6;
+
+fn luminance([r, g, b]: [u8; 3]) -> f64 {
+    let channel = |c: u8| {
+        let c = f64::from(c) / 255.0;
+        if c <= 0.039_28 {
+            c / 12.92
+        } else {
+            ((c + 0.055) / 1.055).powf(2.4)
+        }
+    };
+    0.2126 * channel(r) + 0.7152 * channel(g) + 0.0722 * channel(b)
+}
+
+/// WCAG contrast ratio of two colours.
+pub fn contrast(a: [u8; 3], b: [u8; 3]) -> f64 {
+    let (la, lb) = (luminance(a), luminance(b));
+    (la.max(lb) + 0.05) / (la.min(lb) + 0.05)
+}
+
+/// `color` moved towards black (on a light background) or white (on a dark one) in
+/// small steps until it reads at [`MIN_CONTRAST`] on `background`, keeping its hue.
+pub fn readable_on(color: [u8; 3], background: [u8; 3]) -> [u8; 3] {
+    let towards_black = luminance(background) > 0.5;
+    let mut c = color;
+    for _ in 0..40 {
+        if contrast(c, background) >= MIN_CONTRAST {
+            break;
+        }
+        c = c.map(|v| {
+            if towards_black {
+                (f64::from(v) * 0.93) as u8
+            } else {
+                (f64::from(v) + (255.0 - f64::from(v)) * 0.1).ceil() as u8
+            }
+        });
+    }
+    c
+}
+
+/// Adjusts every foreground colour of `theme` to be readable on `background` (the
+/// stock themes have comments and some keywords below WCAG AA on our code blocks).
+fn make_readable(theme: &mut syntect::highlighting::Theme, background: [u8; 3]) {
+    let fix = |color: &mut syntect::highlighting::Color| {
+        let [r, g, b] = readable_on([color.r, color.g, color.b], background);
+        *color = syntect::highlighting::Color { r, g, b, a: 0xff };
+    };
+    if let Some(color) = theme.settings.foreground.as_mut() {
+        fix(color);
+    }
+    for item in &mut theme.scopes {
+        if let Some(color) = item.style.foreground.as_mut() {
+            fix(color);
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_highlight_colour_meets_wcag_aa_on_the_code_background() {
+        let css = stylesheet();
+        let (light, dark) = css
+            .split_once("@media (prefers-color-scheme: dark)")
+            .unwrap();
+        for (part, background) in [(light, LIGHT_CODE_BG), (dark, DARK_CODE_BG)] {
+            let mut checked = 0;
+            for rule in part.split('}') {
+                let Some((_, rest)) = rule.split_once(" color: #") else {
+                    continue;
+                };
+                let hex = &rest[..6];
+                let color = [0, 2, 4].map(|i| u8::from_str_radix(&hex[i..i + 2], 16).unwrap());
+                let ratio = contrast(color, background);
+                assert!(ratio >= 4.5, "#{hex} on {background:?}: {ratio:.2}");
+                checked += 1;
+            }
+            assert!(checked > 5, "found only {checked} colours");
+        }
+        assert!((contrast([0, 0, 0], [255, 255, 255]) - 21.0).abs() < 1e-9);
+    }
 
     #[test]
     fn known_languages_get_classes() {

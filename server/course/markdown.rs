@@ -107,6 +107,7 @@ impl<'h> Renderer<'h> {
         };
         let events = self.transform(&mut pass, body);
         pulldown_cmark::html::push_html(&mut pass.out.html, events.into_iter());
+        pass.out.html = scrollable_tables(&pass.out.html);
         pass.out
     }
 
@@ -196,7 +197,10 @@ impl<'h> Renderer<'h> {
         };
         result.unwrap_or_else(|message| {
             pass.problem(range, &message);
-            format!("<pre class=\"code\"><code>{}</code></pre>\n", escape(code))
+            format!(
+                "<pre class=\"code\" tabindex=\"0\"><code>{}</code></pre>\n",
+                escape(code)
+            )
         })
     }
 }
@@ -356,4 +360,14 @@ mod tests {
             .collect();
         assert_eq!(dests, vec![("/lessons/x", 12), ("#y", 12)]);
     }
+}
+
+/// Wraps every table in a keyboard-focusable, labelled region that scrolls sideways on
+/// narrow screens (a scrolling region must be reachable by keyboard).
+fn scrollable_tables(html: &str) -> String {
+    html.replace(
+        "<table>",
+        "<div class=\"table-scroll\" tabindex=\"0\" role=\"region\" aria-label=\"Table (scrolls sideways)\"><table>",
+    )
+    .replace("</table>", "</table></div>")
 }

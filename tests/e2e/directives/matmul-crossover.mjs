@@ -1,0 +1,21 @@
+// e2e check for the "matmul-crossover" live experiment
+// (web/static/js/experiments/matmul-crossover.js): run a small sweep, expect a chart
+// (canvas) and positive times in the table, and switch the chart to GFLOP/s.
+export default async function check({ figure, assert }) {
+  const select = figure.locator('select[name="max_size"]');
+  await select.waitFor({ timeout: 60_000 });
+  const sizes = await select.locator('option').evaluateAll((options) => options.map((o) => Number(o.value)));
+  const small = sizes.filter((n) => n <= 128);
+  await select.selectOption(String(small.length ? small[small.length - 1] : sizes[0]));
+  await figure.getByRole('button', { name: 'Run the sweep' }).click();
+  await figure.locator('.exp-chart canvas').first().waitFor({ timeout: 60_000 });
+  assert.match(await figure.locator('.exp-chart').getAttribute('aria-label'), /against matrix side/);
+  const rows = figure.locator('.exp-table tbody tr');
+  assert.ok(await rows.count() >= 2, 'one row per size');
+  const firstTime = await rows.first().locator('td').first().innerText();
+  assert.match(firstTime, /^[\d.,]+ (ns|µs|ms|s)$/, `a time: ${firstTime}`);
+  assert.ok(Number.parseFloat(firstTime) > 0);
+  await figure.getByLabel('achieved GFLOP/s').check();
+  await figure.locator('.exp-chart[aria-label*="GFLOP/s"] canvas').first().waitFor({ timeout: 10_000 });
+  assert.match(await figure.locator('.exp-stats').innerText(), /Crossover/);
+}

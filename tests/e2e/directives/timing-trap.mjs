@@ -1,0 +1,17 @@
+// e2e check for the "timing-trap" live experiment (web/static/js/experiments/timing-trap.js):
+// run it, expect the three clocks with the unsynchronised one smallest, the two-lane
+// timeline chart (canvas), and one table row per launch.
+export default async function check({ figure, assert }) {
+  await figure.getByRole('button', { name: 'Run the timing test' }).click();
+  await figure.locator('.exp-chart canvas').first().waitFor({ timeout: 60_000 });
+  assert.match(await figure.locator('.exp-chart').getAttribute('aria-label'), /two lanes/);
+  const values = await figure.locator('.exp-stat-value').allInnerTexts();
+  assert.equal(values.length, 4, `three clocks and the factor: ${values}`);
+  const ms = (text) => {
+    const [n, unit] = text.replace(/,/g, '').split(' ');
+    return Number(n) * ({ ns: 1e-6, 'µs': 1e-3, ms: 1, s: 1e3 }[unit]);
+  };
+  assert.ok(ms(values[0]) > 0, `host timer without sync: ${values[0]}`);
+  assert.ok(ms(values[0]) < ms(values[1]), `no-sync ${values[0]} is below sync ${values[1]}`);
+  assert.ok(await figure.locator('.exp-table tbody tr').count() >= 1, 'spans in the table');
+}

@@ -1,0 +1,23 @@
+// e2e check for the "training-run" live experiment (web/static/js/experiments/training-run.js):
+// train a tiny model for a few steps, expect the loss curve (canvas), a positive step
+// time and throughput, and a second run to appear beside the first for comparison.
+export default async function check({ figure, assert }) {
+  await figure.locator('input[name="steps"]').waitFor({ timeout: 60_000 });
+  await figure.locator('input[name="batch"]').fill('16');
+  await figure.locator('input[name="hidden"]').fill('16');
+  await figure.locator('input[name="steps"]').fill('20');
+  await figure.locator('input[name="log_every"]').fill('5');
+  await figure.getByRole('button', { name: 'Train' }).click();
+  await figure.locator('.exp-chart canvas').first().waitFor({ timeout: 60_000 });
+  assert.match(await figure.locator('.exp-chart').getAttribute('aria-label'), /training loss against step/);
+  const stats = await figure.locator('.exp-stat').allInnerTexts();
+  const throughput = stats.find((s) => s.startsWith('Throughput'));
+  assert.ok(throughput, `a throughput stat: ${stats}`);
+  assert.ok(Number.parseFloat(throughput.split('\n')[1].replace(/,/g, '')) > 0, throughput);
+  const runs = figure.locator('.exp-table tbody tr', { hasText: 'Run 1' });
+  assert.equal(await runs.count(), 1);
+  await figure.locator('select[name="precision"]').selectOption('bf16');
+  await figure.getByRole('button', { name: 'Train' }).click();
+  await figure.locator('.exp-table tbody tr', { hasText: 'Run 2 (latest)' }).waitFor({ timeout: 60_000 });
+  assert.match(await figure.locator('.exp-table tbody tr', { hasText: 'Run 2' }).innerText(), /BF16/);
+}

@@ -1,0 +1,21 @@
+// e2e check for the "transfer-benchmark" live experiment
+// (web/static/js/experiments/transfer-benchmark.js): pick a small largest copy, run the
+// sweep, and expect a chart (canvas) and bandwidth numbers above zero in the table.
+export default async function check({ figure, assert }) {
+  const select = figure.locator('select[name="max_bytes"]');
+  await select.waitFor({ timeout: 60_000 });
+  const values = (await select.locator('option').evaluateAll((options) => options.map((o) => Number(o.value))));
+  assert.ok(values.length > 0, 'the size picker has options');
+  const small = values.filter((v) => v <= 1 << 20);
+  await select.selectOption(String(small.length ? small[small.length - 1] : values[0]));
+  await figure.getByRole('button', { name: 'Run the benchmark' }).click();
+  await figure.locator('.exp-chart canvas').first().waitFor({ timeout: 60_000 });
+  const chart = figure.locator('.exp-chart[role="img"]');
+  assert.match(await chart.getAttribute('aria-label'), /bandwidth in GB\/s/);
+  const cells = await figure.locator('.exp-table tbody td').allInnerTexts();
+  assert.ok(cells.length > 0, 'the table has rows');
+  const medians = cells.map((c) => Number.parseFloat(c.replace(/,/g, '')));
+  assert.ok(medians.some((m) => m > 0), `a bandwidth above zero: ${cells.join(' | ')}`);
+  assert.match(await figure.locator('.exp-status-text').innerText(), /^Done/);
+  assert.ok(await figure.locator('details.exp-provenance').count() === 1, 'the provenance stamp is shown');
+}

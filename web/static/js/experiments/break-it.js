@@ -1,0 +1,98 @@
+// Live experiment "break-it" (lesson 9): POST /api/experiments/break-it {"case"} runs
+// one mistake on purpose; the directive's params pick the case.
+//  - batch-on-host: the batch stays in host memory while the model is on the device.
+//    The panel lists where each weight and batch field lives (as the driver reports it),
+//    shows the server's preflight message, the raw error PyTorch would raise, and the fix.
+//  - log-every-step: the same training run reading the loss every step and every 50;
+//    the panel compares throughput as bars and step times in a table, with the slowdown.
+
+import {
+  el, showResults, loadDevice, standardPanel, runJob, dataTable, statList, finding, provenanceDetails,
+} from './panel.js';
+import { categoryBars } from './panel-bars.js';
+import { formatBytes, formatInt, formatMs, formatSig, formatSpread, formatTimes } from '../logic/panel-format.js';
+
+const CASES = {
+  'batch-on-host': {
+    intro: 'A training step whose batch was left in host memory while the model sits on the device.',
+    runLabel: 'Start the broken run',
+  },
+  'log-every-step': {
+    intro: 'The same training run twice: reading the loss to the host every step, then every 50 steps.',
+    runLabel: 'Train both ways',
+  },
+};
+
+function renderPlacement(results, result) {
+  const fields = result.fields || [];
+  const wrong = fields.filter((f) => !f.on_model_device);
+  showResults(results,
+    statList([
+      { label: 'Model is on', value: result.model_device },
+      { label: 'Buffers checked', value: formatInt(fields.length) },
+      { label: 'On the wrong device', value: formatInt(wrong.length), hint: wrong.map((f) => f.name).join(', ') || 'none' },
+    ]),
+    result.preflight_error
+      ? el('div', { class: 'exp-case-error' }, el('p', { class: 'exp-chart-title' }, 'The preflight stopped the run before the first step:'), el('pre', { class: 'exp-error-text exp-oom' }, result.preflight_error))
+      : finding(`The preflight passed: every buffer is on ${result.model_device}.`, 'good'),
+    result.note ? finding(result.note, 'warn') : null,
+    dataTable({
+      caption: 'Where each weight and batch field lives, as the driver reports it',
+      columns: [{ label: 'Tensor' }, { label: 'Device' }, { label: 'Shape' }, { label: 'Bytes', numeric: true }, { label: `On ${result.model_device}?` }],
+      rows: fields.map((f) => [f.name, f.device, `[${(f.shape || []).join(', ')}]`, formatBytes(f.bytes), f.on_model_device ? 'yes' : 'no: wrong device']),
+    }),
+    el('p', { class: 'exp-chart-title' }, 'The raw error PyTorch raises at the first forward pass:'),
+    el('pre', { class: 'exp-error-text' }, result.pytorch_error),
+    el('p', { class: 'exp-chart-title' }, 'The fix:'),
+    el('pre', { class: 'exp-error-text exp-fix' }, el('code', {}, result.fix)),
+    provenanceDetails(result.provenance),
+  );
+}
+
+function renderLogging(results, result) {
+  const runs = result.runs || [];
+  const every = runs.find((r) => r.log_every === 1) || runs[0];
+  const sparse = runs.find((r) => r !== every) || runs[0];
+  const label = (r) => (r.log_every === 1 ? 'every step' : `every ${r.log_every}`);
+  const medianRatio = every && sparse ? every.step_ms.median / sparse.step_ms.median : NaN;
+  const slower = result.slowdown > 1;
+  const summary = `Bar chart of training throughput: ${runs.map((r) => `reading the loss ${label(r)}, ${formatSig(r.samples_per_sec)} samples per second`).join('; ')}.`;
+  const cpu = result.provenance && result.provenance.backend === 'cpu';
+  showResults(results,
+    statList([
+      { label: 'Slowdown from reading every step', value: formatTimes(result.slowdown), hint: 'samples/s every 50 ÷ every step' },
+      { label: 'Median step time ratio', value: formatTimes(medianRatio), hint: 'every step ÷ every 50' },
+    ]),
+    categoryBars(runs.map((r) => ({ label: label(r), value: r.samples_per_sec, text: `${formatSig(r.samples_per_sec)} samples/s`, tone: r === every ? 'warn' : 'accent' })), { summary, max: Math.max(...runs.map((r) => r.samples_per_sec)) * 1.05 }),
+    cpu
+      ? finding(`Measured here: ${formatTimes(result.slowdown)} (samples/s every 50 ÷ every step). No GPU: on the CPU the loss is already a host number, so a read waits for nothing and any gap is noise from a busy machine. On a GPU each read is a sync point that stalls the queue.`, 'warn')
+      : finding(slower
+        ? `Reading the loss every step made training ${formatTimes(result.slowdown)} slower in samples per second: each read waits for the device to finish everything queued, so the CPU cannot run ahead.`
+        : `This time reading every step was not slower (${formatTimes(result.slowdown)}). Look at the max step times in the table: one slow step on a busy machine can outweigh the effect, so run it again.`,
+      slower ? 'warn' : 'plain'),
+    dataTable({
+      caption: 'The two runs (same model, batch and steps)',
+      columns: [{ label: 'Loss read' }, { label: 'Reads', numeric: true }, { label: 'Step time, median (min–max)', numeric: true }, { label: 'Samples/s', numeric: true }],
+      rows: runs.map((r) => [label(r), formatInt(r.loss_reads), formatSpread(r.step_ms, formatMs), formatSig(r.samples_per_sec)]),
+    }),
+    provenanceDetails(result.provenance),
+  );
+}
+
+export async function mount(figure, params) {
+  const info = await loadDevice();
+  const device = info && info.device;
+  const kase = CASES[params.case] ? params.case : 'batch-on-host';
+  standardPanel(figure, device, {
+    intro: CASES[kase].intro,
+    fields: [],
+    runLabel: CASES[kase].runLabel,
+    resultsSize: kase === 'batch-on-host' ? 'list' : 'bars',
+    onRun: async (_values, { status, results }) => {
+      const result = await runJob({ url: '/api/experiments/break-it', body: { case: kase }, status, device, results });
+      if (!result) return;
+      if (result.case === 'log-every-step') renderLogging(results, result);
+      else renderPlacement(results, result);
+    },
+  });
+}

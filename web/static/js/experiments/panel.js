@@ -1,0 +1,214 @@
+// The shared skeleton of every live-experiment panel (lesson.js mounts one per
+// `experiment` directive): it hides the no-JS fallback, shows the CPU banner when the
+// server has no GPU, builds labelled controls bounded by the server's caps
+// (GET /api/device → limits), runs a job (POST → 202 → poll GET /api/jobs/{id}) while
+// the status line says where it stands, and turns 429 / 422 / 400 into the server's own
+// sentence. The experiment modules draw only their results; the view helpers they use
+// (tables, provenance, legend) live in panel-view.js and are re-exported here.
+
+import { el, uniqueId, cpuBanner } from './panel-view.js';
+import { clampInt } from '../logic/panel-format.js';
+import {
+  apiErrorMessage, jobStatusText, pollDelayMs, queueFullMessage, retryAfterSeconds,
+} from '../logic/panel-job.js';
+
+export * from './panel-view.js';
+
+let devicePromise = null;
+
+/** GET /api/device once per page: {device, queue_depth, limits}; null if unreachable. */
+export function loadDevice() {
+  if (!devicePromise) {
+    devicePromise = requestJson('GET', '/api/device').then((r) => (r.ok ? r.data : null));
+  }
+  return devicePromise;
+}
+
+/**
+ * One JSON request: {ok, status, data, message}. Never throws: a failure carries the
+ * sentence to show (the server's message, the 429 wait, or why the server was unreachable).
+ */
+export async function requestJson(method, url, body) {
+  let response;
+  try {
+    response = await fetch(url, {
+      method,
+      headers: body === undefined ? { accept: 'application/json' } : { accept: 'application/json', 'content-type': 'application/json' },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+  } catch (error) {
+    return { ok: false, status: 0, data: null, message: `Could not reach the server (${error.message}). Check the connection and try again.` };
+  }
+  const text = await response.text();
+  if (response.status === 429) {
+    const seconds = retryAfterSeconds(response.headers.get('retry-after'));
+    return { ok: false, status: 429, data: null, message: queueFullMessage(seconds), retryAfter: seconds };
+  }
+  if (!response.ok) return { ok: false, status: response.status, data: null, message: apiErrorMessage(response.status, text) };
+  try {
+    return { ok: true, status: response.status, data: JSON.parse(text), message: '' };
+  } catch {
+    return { ok: false, status: response.status, data: null, message: 'The server answered with something that is not JSON.' };
+  }
+}
+
+/** Hides the fallback and appends the panel's root (with the CPU banner when needed). */
+export function panelShell(figure, device, intro) {
+  const fallback = figure.querySelector('.fallback');
+  if (fallback) fallback.hidden = true;
+  const root = el('div', { class: 'exp-panel' }, intro ? el('p', { class: 'exp-intro' }, intro) : null, cpuBanner(device));
+  figure.append(root);
+  return root;
+}
+
+/**
+ * Labelled controls and a Run button. `fields`: [{name, label, type: 'number'|'select',
+ * min, max, step, value, options: [{value, label}], hint}]. `onRun(values)` is called
+ * on submit with clamped numbers and typed option values; it may be async, and further
+ * presses are ignored until it settles.
+ */
+export function controlsForm({ fields, runLabel = 'Run', onRun }) {
+  const form = el('form', { class: 'exp-controls' });
+  const inputs = {};
+  for (const field of fields) {
+    const id = uniqueId(field.name);
+    const hintId = field.hint ? `${id}-hint` : null;
+    let input;
+    if (field.type === 'select') {
+      input = el('select', { id, name: field.name, 'aria-describedby': hintId },
+        field.options.map((o) => el('option', { value: String(o.value), selected: String(o.value) === String(field.value) }, o.label)));
+    } else {
+      input = el('input', {
+        id, name: field.name, type: 'number', inputmode: 'numeric', required: true,
+        min: field.min, max: field.max, step: field.step ?? 1, value: field.value, 'aria-describedby': hintId,
+      });
+    }
+    inputs[field.name] = input;
+    form.append(el('div', { class: 'exp-field' },
+      el('label', { for: id }, field.label),
+      input,
+      field.hint ? el('span', { class: 'exp-hint', id: hintId }, field.hint) : null,
+    ));
+  }
+  const button = el('button', { type: 'submit', class: 'button exp-run' }, runLabel);
+  form.append(el('div', { class: 'exp-actions' }, button));
+  let busy = false;
+  const values = () => Object.fromEntries(fields.map((f) => {
+    const input = inputs[f.name];
+    if (f.type === 'select') {
+      const option = f.options.find((o) => String(o.value) === input.value) || f.options[0];
+      return [f.name, option.value];
+    }
+    const n = clampInt(input.value, Number(input.min), Number(input.max), f.value);
+    input.value = String(n);
+    return [f.name, n];
+  }));
+  form.addEventListener('submit', async (event) => {
+    event.preventDefault();
+    if (busy) return;
+    busy = true;
+    button.setAttribute('aria-disabled', 'true');
+    button.textContent = 'Running…';
+    try {
+      await onRun(values());
+    } finally {
+      busy = false;
+      button.removeAttribute('aria-disabled');
+      button.textContent = runLabel;
+    }
+  });
+  return { form, inputs, button, values };
+}
+
+/** The status line (aria-live polite), an indeterminate progress bar and a timer. */
+export function statusArea(initial = 'Not run yet.') {
+  const text = el('p', { class: 'exp-status-text', role: 'status', 'aria-live': 'polite' }, initial);
+  const progress = el('progress', { class: 'exp-progress', 'aria-label': 'Experiment in progress', hidden: true });
+  const elapsed = el('span', { class: 'exp-elapsed', 'aria-hidden': 'true' });
+  const element = el('div', { class: 'exp-status' }, text, el('div', { class: 'exp-progress-row' }, progress, elapsed));
+  let timer = null;
+  const set = (message, tone = 'plain') => {
+    if (text.textContent !== message) text.textContent = message;
+    text.className = `exp-status-text exp-status-${tone}`;
+  };
+  const busy = (on) => {
+    progress.hidden = !on;
+    clearInterval(timer);
+    elapsed.textContent = '';
+    if (on) {
+      const start = Date.now();
+      timer = setInterval(() => { elapsed.textContent = `${Math.round((Date.now() - start) / 1000)} s`; }, 1000);
+    }
+  };
+  return { element, set, busy, error: (message) => set(message, 'error') };
+}
+
+/** The results area: reserves its height so the page does not jump when numbers arrive. */
+export function resultsArea(size = 'chart', placeholder = 'No results yet: press Run to measure on this server.') {
+  return el('div', { class: `exp-results exp-results-${size}` }, el('p', { class: 'exp-placeholder' }, placeholder));
+}
+
+const sleep = (ms) => new Promise((resolve) => { setTimeout(resolve, ms); });
+
+/**
+ * Runs one experiment: POST `body` to `url`, then poll until done. Returns the result,
+ * or null after showing why it failed in `status`. `results` is marked busy meanwhile.
+ */
+export async function runJob({ url, body, status, device, results }) {
+  status.busy(true);
+  if (results) results.setAttribute('aria-busy', 'true');
+  status.set(jobStatusText({ status: 'sending' }, device));
+  try {
+    const accepted = await requestJson('POST', url, body);
+    if (!accepted.ok) {
+      status.error(accepted.message);
+      return null;
+    }
+    let state = { status: accepted.data.status || 'queued', position: accepted.data.position };
+    const poll = accepted.data.poll || `/api/jobs/${accepted.data.job_id}`;
+    for (let attempt = 0; ; attempt += 1) {
+      if (state.status === 'done') {
+        status.set(jobStatusText(state, device, accepted.data), 'done');
+        return state.result;
+      }
+      if (state.status === 'failed') {
+        status.error(jobStatusText(state, device, accepted.data));
+        return null;
+      }
+      status.set(jobStatusText(state, device, accepted.data));
+      await sleep(pollDelayMs(attempt));
+      const next = await requestJson('GET', poll);
+      if (!next.ok) {
+        status.error(next.status === 404
+          ? 'The server no longer knows this job (it may have restarted). Press Run again.'
+          : next.message);
+        return null;
+      }
+      state = next.data;
+    }
+  } finally {
+    status.busy(false);
+    if (results) results.removeAttribute('aria-busy');
+  }
+}
+
+/** The usual panel: shell, controls, status and results, in that order. */
+export function standardPanel(figure, device, { intro, fields, runLabel, resultsSize, onRun }) {
+  const root = panelShell(figure, device, intro);
+  const status = statusArea();
+  const results = resultsArea(resultsSize);
+  const controls = controlsForm({
+    fields,
+    runLabel,
+    onRun: async (values) => {
+      try {
+        await onRun(values, { status, results });
+      } catch (error) {
+        // A result the panel cannot draw should say so, not fail silently.
+        status.error(`The result arrived but could not be shown: ${error.message}`);
+      }
+    },
+  });
+  root.append(controls.form, status.element, results);
+  return { root, status, results, controls };
+}

@@ -1,0 +1,117 @@
+// Live experiment "transfer-benchmark" (lesson 4): POST /api/experiments/transfer
+// {"max_bytes"} and plot achieved bandwidth (GB/s, 1e9 bytes/s) against copy size on a
+// log axis: host→device and device→host, from pinned and pageable memory, with the PCIe
+// link's theoretical peak as a dotted line when the server knows it. On the CPU backend
+// it is one host memcpy series, and the panel says there is no bus to measure.
+
+import {
+  el, showResults, loadDevice, standardPanel, runJob, dataTable, statList, finding, provenanceDetails, legend,
+} from './panel.js';
+import { mountChart, axis, xAxis, lineSeries, referenceSeries, log2Values } from './panel-chart.js';
+import { transferSeries, bestTransfer } from '../logic/panel-series.js';
+import { formatBytes, formatGbps, formatPercent, formatSig, formatSpread, formatTimes, powerOfTwoSteps, largestStepAtMost } from '../logic/panel-format.js';
+
+const CPU_DEFAULT_BYTES = 64 * 1024 * 1024;
+
+function at(series, key, index) {
+  const s = series.find((x) => x.key === key);
+  return s ? s.median[index] : null;
+}
+
+function findings(data, peak, device) {
+  const { sizes, series } = data;
+  const last = sizes.length - 1;
+  const best = bestTransfer(data);
+  const out = [];
+  const hostOnly = series.length === 1 && series[0].direction === 'h2h';
+  if (hostOnly) {
+    out.push(finding(`No GPU, so there is no PCIe bus to measure: this is memcpy between two buffers in host memory on ${device ? device.name : 'the server'}. It shows the shape of the curve (small copies are dominated by fixed overhead) but not a GPU link's speed.`, 'warn'));
+  }
+  if (best && peak) {
+    out.push(finding(`Fastest: ${best.label} at ${formatBytes(best.bytes)}, ${formatGbps(best.gbps)}, ${formatPercent(best.gbps / peak)} of the link's theoretical ${formatGbps(peak)}.`));
+  }
+  const pinned = at(series, 'h2d-pinned', last);
+  const pageable = at(series, 'h2d-pageable', last);
+  if (pinned && pageable) {
+    out.push(finding(`At ${formatBytes(sizes[last])}, host→device from pinned memory ran at ${formatGbps(pinned)} and from pageable memory at ${formatGbps(pageable)}: pinned is ${formatTimes(pinned / pageable)} as fast.`));
+  }
+  if (best && sizes.length > 1 && !hostOnly) {
+    const small = series.find((s) => s.label === best.label).median[0];
+    out.push(finding(`The smallest copy (${formatBytes(sizes[0])}) reached only ${formatGbps(small)}: at that size the fixed cost of starting a copy outweighs moving the bytes.`));
+  }
+  return out;
+}
+
+function render(results, result, device, state) {
+  const data = transferSeries(result.points);
+  const peak = result.link_peak_gbps;
+  const { sizes, series } = data;
+  const best = bestTransfer(data);
+  if (state.chart) state.chart.destroy();
+  const summary = `Line chart of bandwidth in GB/s against transfer size from ${formatBytes(sizes[0])} to ${formatBytes(sizes[sizes.length - 1])} on a log scale, ${series.length} series${best ? `; the fastest is ${best.label} at ${formatGbps(best.gbps)}` : ''}${peak ? `; the link's theoretical peak is ${formatGbps(peak)}` : ''}. The table below lists every value.`;
+  const chartHost = el('div', {});
+  const legendItems = series.map((s) => ({ label: s.label, tone: s.tone, dash: s.dash }));
+  if (peak) legendItems.push({ label: `Link theoretical peak (${formatGbps(peak)})`, tone: 'muted', dash: true });
+  const columns = [{ label: 'Size' }, ...series.map((s) => ({ label: s.short, numeric: true }))];
+  const rows = sizes.map((size, i) => [formatBytes(size), ...series.map((s) => formatSpread({ median: s.median[i], min: s.min[i], max: s.max[i] }))]);
+  const stats = [];
+  if (best) stats.push({ label: 'Fastest measured', value: formatGbps(best.gbps), hint: `${best.label}, ${formatBytes(best.bytes)}` });
+  stats.push({ label: 'Link theoretical peak', value: peak ? formatGbps(peak) : 'none', hint: peak ? 'one direction, PCIe' : 'no GPU link on this server' });
+  stats.push({ label: 'Sizes measured', value: String(sizes.length), hint: `${formatBytes(sizes[0])} to ${formatBytes(sizes[sizes.length - 1])}` });
+  showResults(results, 
+    statList(stats),
+    chartHost,
+    legend(legendItems),
+    ...findings(data, peak, device),
+    dataTable({ caption: 'Bandwidth in GB/s per size: median (min–max) of 7 samples; GB = 1e9 bytes; H = host, D = device', columns, rows }),
+    provenanceDetails(result.provenance),
+  );
+  const xs = sizes.map((s) => Math.log2(s));
+  const yMax = Math.max(peak || 0, ...series.flatMap((s) => s.max.filter((v) => v !== null)));
+  state.chart = mountChart(chartHost, {
+    summary,
+    build: (colors) => ({
+      opts: {
+        scales: { x: { time: false }, y: { range: () => [0, yMax * 1.08 || 1] } },
+        axes: [
+          xAxis(colors, { label: 'Transfer size (log scale)', values: log2Values((b) => formatBytes(b)), incrs: [2, 4, 6, 10] }),
+          axis(colors, { label: 'GB/s', size: 56, values: (_u, splits) => splits.map((v) => (v === null || v === undefined ? '' : formatSig(v))) }),
+        ],
+        series: [
+          {},
+          ...series.map((s) => lineSeries(colors, s)),
+          ...(peak ? [referenceSeries(colors, 'Link theoretical peak')] : []),
+        ],
+      },
+      data: [xs, ...series.map((s) => s.median), ...(peak ? [xs.map(() => peak)] : [])],
+    }),
+  });
+}
+
+export async function mount(figure, params) {
+  const info = await loadDevice();
+  const device = info && info.device;
+  const limits = (info && info.limits) || {};
+  const cap = limits.max_transfer_bytes || 64 * 1024 * 1024;
+  const steps = powerOfTwoSteps(Math.max(limits.min_transfer_bytes || 1024, 4096), cap);
+  let target = Math.min(Number(params.max_bytes) || 1 << 30, cap);
+  if (!device || device.kind === 'cpu') target = Math.min(target, CPU_DEFAULT_BYTES);
+  const state = { chart: null };
+  standardPanel(figure, device, {
+    intro: 'Copies of growing size, timed repeatedly; the chart shows the median bandwidth of each.',
+    fields: [{
+      name: 'max_bytes',
+      label: 'Largest copy',
+      type: 'select',
+      value: largestStepAtMost(steps, target),
+      options: steps.map((s) => ({ value: s, label: formatBytes(s) })),
+      hint: `Sizes from 1 KiB, ×4 each step; up to ${formatBytes(cap)} on this server`,
+    }],
+    runLabel: 'Run the benchmark',
+    resultsSize: 'chart',
+    onRun: async (values, { status, results }) => {
+      const result = await runJob({ url: '/api/experiments/transfer', body: { max_bytes: values.max_bytes }, status, device, results });
+      if (result) render(results, result, device, state);
+    },
+  });
+}
