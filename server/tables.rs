@@ -162,9 +162,9 @@ pub fn break_it(case: &str) -> Result<String, String> {
         }
         let _ = writeln!(
             out,
-            "logging every {} is {:.2}× the throughput of logging every step",
-            breakit::SPARSE_EVERY,
-            r.slowdown
+            "reading the loss every step makes the median step {:.2}× as long as reading it every {}",
+            r.slowdown,
+            breakit::SPARSE_EVERY
         );
     }
     Ok(out)

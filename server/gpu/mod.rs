@@ -123,7 +123,7 @@ impl Experiment {
                 matmul::REPS
             ),
             Self::Training(p) => format!(
-                "Linear({f}, {h}) → ReLU → Linear({h}, 3), cross-entropy, {opt}, {prec}; {dataset} synthetic tickets; step time per step, median over all steps (GPU: CUDA events between consecutive steps; CPU: host clock); samples/s = batch × steps / wall time of the loop; logging cost from two extra {probe}-step runs reading the loss every step and every {n} steps",
+                "Linear({f}, {h}) → ReLU → Linear({h}, 3), cross-entropy, {opt}, {prec}; {dataset} synthetic tickets; step time per step, median over all steps (GPU: CUDA events between consecutive steps; CPU: host clock); samples/s = batch / median step time (robust to one slow step); logging cost from two extra {probe}-step runs reading the loss every step and every {n} steps",
                 f = train::FEATURES,
                 h = p.hidden,
                 opt = p.optimizer,

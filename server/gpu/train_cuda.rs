@@ -486,7 +486,6 @@ pub fn run_cuda(
     };
     let mut marks = vec![event()?];
     run.stream.synchronize().map_err(derr)?;
-    let wall = Instant::now();
     marks[0].record(&run.stream).map_err(derr)?;
     let mut curve = Vec::new();
     for step in 0..params.steps {
@@ -503,7 +502,6 @@ pub fn run_cuda(
         }
     }
     run.stream.synchronize().map_err(derr)?;
-    let total_secs = wall.elapsed().as_secs_f64();
     let step_times = marks
         .windows(2)
         .map(|pair| pair[0].elapsed_ms(&pair[1]).map(f64::from).map_err(derr))
@@ -523,7 +521,7 @@ pub fn run_cuda(
         params: params.clone(),
         loss_curve: curve,
         step_ms,
-        samples_per_sec: (params.batch * params.steps) as f64 / total_secs,
+        samples_per_sec: params.batch as f64 / (step_ms.median / 1e3),
         accuracy: accuracy(&run.model()?, &data),
         read_every_step_ms,
         read_every_n_ms,
