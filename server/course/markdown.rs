@@ -292,6 +292,16 @@ fn body_slice_is_display(range: &Range<usize>, tex: &CowStr<'_>) -> bool {
     range.len() >= tex.len() + 4
 }
 
+/// Wraps every table in a keyboard-focusable, labelled region that scrolls sideways on
+/// narrow screens (a scrolling region must be reachable by keyboard).
+fn scrollable_tables(html: &str) -> String {
+    html.replace(
+        "<table>",
+        "<div class=\"table-scroll\" tabindex=\"0\" role=\"region\" aria-label=\"Table (scrolls sideways)\"><table>",
+    )
+    .replace("</table>", "</table></div>")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -360,14 +370,4 @@ mod tests {
             .collect();
         assert_eq!(dests, vec![("/lessons/x", 12), ("#y", 12)]);
     }
-}
-
-/// Wraps every table in a keyboard-focusable, labelled region that scrolls sideways on
-/// narrow screens (a scrolling region must be reachable by keyboard).
-fn scrollable_tables(html: &str) -> String {
-    html.replace(
-        "<table>",
-        "<div class=\"table-scroll\" tabindex=\"0\" role=\"region\" aria-label=\"Table (scrolls sideways)\"><table>",
-    )
-    .replace("</table>", "</table></div>")
 }
