@@ -37,6 +37,8 @@ if ((e2e_status)); then
   echo "end-to-end tests failed (exit $e2e_status); see the summary above" >&2
   exit "$e2e_status"
 fi
+echo "== hadolint docker/Dockerfile"
+bash tests/lint-docker.sh
 echo "== GPU tests (they run only where a GPU is present)"
 cargo test --locked --test main gpu:: -- --nocapture 2>&1 | grep -E "SKIPPED|^test |test result" || true
 echo "== gpulab doctor"
