@@ -303,7 +303,11 @@ async fn serve_until_signal(args: ServeArgs) -> anyhow::Result<()> {
         state.course.lessons.len(),
         listener.local_addr()?,
         state.db.path().display(),
-        if config.instructor_token.is_some() {
+        if config
+            .instructor_token
+            .as_deref()
+            .is_some_and(|t| !t.is_empty())
+        {
             "on"
         } else {
             "off"
