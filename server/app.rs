@@ -155,6 +155,7 @@ pub fn router(state: AppState) -> Router {
         ))
         .with_state(state)
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
+        .layer(middleware::from_fn(crate::error::uniform_rejections))
         .layer(SetResponseHeaderLayer::if_not_present(
             header::CONTENT_SECURITY_POLICY,
             HeaderValue::from_static(CSP),

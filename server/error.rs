@@ -33,6 +33,10 @@ pub enum AppError {
     /// The server cannot take this now (shutting down, database not writable).
     #[error("{0}")]
     Unavailable(String),
+    /// A request the framework refused before a handler ran (body too large, a path
+    /// segment that is not UTF-8, a method the route does not take), with its status.
+    #[error("{1}")]
+    Rejected(StatusCode, String),
     /// A page template failed to render (a bug, not the student's fault).
     #[error("template error: {0}")]
     Template(#[from] askama::Error),
@@ -50,6 +54,7 @@ impl AppError {
             Self::Unauthorized(_) => StatusCode::UNAUTHORIZED,
             Self::Forbidden(_) => StatusCode::FORBIDDEN,
             Self::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
+            Self::Rejected(status, _) => *status,
             Self::Template(_) | Self::Database(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
     }
@@ -66,6 +71,7 @@ impl AppError {
             Self::Unauthorized(m) => ("Token needed", m.clone()),
             Self::Forbidden(m) => ("Not available", m.clone()),
             Self::Unavailable(m) => ("Try again shortly", m.clone()),
+            Self::Rejected(_, m) => ("Request not accepted", m.clone()),
             Self::Template(_) | Self::Database(_) => {
                 tracing::error!(error = %self, "internal error");
                 (
@@ -110,4 +116,54 @@ impl IntoResponse for ApiError {
             serde_json::json!({ "error": { "status": status.as_u16(), "message": message } });
         (status, Json(body)).into_response()
     }
+}
+
+/// Middleware: the framework's own 4xx answers (extractor rejections such as a body
+/// over the limit, a bad path segment, a wrong method) come as bare text; this gives
+/// them the same shape as every other error — JSON under `/api/`, the error page
+/// elsewhere — so clients can always read `error.message`.
+pub async fn uniform_rejections(
+    request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> Response {
+    let api = request.uri().path().starts_with("/api/");
+    let response = next.run(request).await;
+    let status = response.status();
+    let content_type = response
+        .headers()
+        .get(axum::http::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned);
+    let bare = content_type
+        .as_deref()
+        .is_none_or(|t| t.starts_with("text/plain"));
+    if !status.is_client_error() || !bare {
+        return response;
+    }
+    let retry_after = response
+        .headers()
+        .get(axum::http::header::RETRY_AFTER)
+        .cloned();
+    let bytes = axum::body::to_bytes(response.into_body(), 16 * 1024)
+        .await
+        .unwrap_or_default();
+    let mut message = String::from_utf8_lossy(&bytes).trim().to_string();
+    if message.is_empty() {
+        message = status
+            .canonical_reason()
+            .unwrap_or("Request refused")
+            .to_string();
+    }
+    let error = AppError::Rejected(status, message);
+    let mut response = if api {
+        ApiError(error).into_response()
+    } else {
+        error.into_response()
+    };
+    if let Some(value) = retry_after {
+        response
+            .headers_mut()
+            .insert(axum::http::header::RETRY_AFTER, value);
+    }
+    response
 }

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The whole test suite, from a fresh clone: set-up, formatting, lints, then every test:
-# Rust tests, the JavaScript unit tests (tests/js) and the end-to-end tests in headless
-# Chromium (tests/e2e, screenshots in target/e2e-artifacts/screenshots/).
+# Rust tests, the JavaScript unit tests (tests/js), the end-to-end tests in headless
+# Chromium (tests/e2e, screenshots in target/e2e-artifacts/screenshots/), the API fuzz,
+# crash and load tests (tests/fuzz, tests/crash, tests/load) and the Dockerfile lint.
 # This is the test command named in README.md; CI runs it through .ci/run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -37,6 +38,12 @@ if ((e2e_status)); then
   echo "end-to-end tests failed (exit $e2e_status); see the summary above" >&2
   exit "$e2e_status"
 fi
+echo "== bad-input fuzz against /api/openapi.json (tests/fuzz/run.sh)"
+bash tests/fuzz/run.sh
+echo "== crash and drain (tests/crash/crash.mjs: SIGKILL mid-stream, SIGTERM mid-experiment)"
+node tests/crash/crash.mjs
+echo "== load test at CI size (tests/load/run-ci.sh; full size: node tests/load/load.mjs)"
+bash tests/load/run-ci.sh
 echo "== hadolint docker/Dockerfile"
 bash tests/lint-docker.sh
 echo "== GPU tests (they run only where a GPU is present)"

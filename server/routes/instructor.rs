@@ -196,16 +196,39 @@ fn csv_response(name: &str, bytes: Vec<u8>) -> Response {
         .into_response()
 }
 
+/// Rows as CSV, every cell safe to open in a spreadsheet: a cell a spreadsheet would run
+/// as a formula (starting with `=`, `+`, `@`, a tab or return, or `-` when it is not a
+/// number) gets a leading `'`, so a student's display name can never execute.
 fn csv_bytes<T: serde::Serialize>(rows: &[T]) -> Result<Vec<u8>, AppError> {
+    let fail = |e: &dyn std::fmt::Display| AppError::BadRequest(format!("csv: {e}"));
     let mut writer = csv::Writer::from_writer(Vec::new());
     for row in rows {
-        writer
-            .serialize(row)
-            .map_err(|e| AppError::BadRequest(format!("csv: {e}")))?;
+        writer.serialize(row).map_err(|e| fail(&e))?;
     }
-    writer
-        .into_inner()
-        .map_err(|e| AppError::BadRequest(format!("csv: {e}")))
+    let raw = writer.into_inner().map_err(|e| fail(&e))?;
+    let mut reader = csv::ReaderBuilder::new()
+        .has_headers(false)
+        .from_reader(raw.as_slice());
+    let mut safe = csv::Writer::from_writer(Vec::new());
+    for record in reader.records() {
+        let record = record.map_err(|e| fail(&e))?;
+        safe.write_record(record.iter().map(neutralise_formula))
+            .map_err(|e| fail(&e))?;
+    }
+    safe.into_inner().map_err(|e| fail(&e))
+}
+
+fn neutralise_formula(cell: &str) -> String {
+    let risky = match cell.chars().next() {
+        Some('=' | '+' | '@' | '\t' | '\r') => true,
+        Some('-') => cell.parse::<f64>().is_err(),
+        _ => false,
+    };
+    if risky {
+        format!("'{cell}")
+    } else {
+        cell.to_string()
+    }
 }
 
 /// `GET /instructor/grades.csv`: one row per student and attempted quiz.
