@@ -39,11 +39,11 @@ if ((e2e_status)); then
   exit "$e2e_status"
 fi
 echo "== bad-input fuzz against /api/openapi.json (tests/fuzz/run.sh)"
-bash tests/fuzz/run.sh
+GPULAB_BIN=target/debug/gpulab bash tests/fuzz/run.sh
 echo "== crash and drain (tests/crash/crash.mjs: SIGKILL mid-stream, SIGTERM mid-experiment)"
-node tests/crash/crash.mjs
+GPULAB_BIN=target/debug/gpulab node tests/crash/crash.mjs
 echo "== load test at CI size (tests/load/run-ci.sh; full size: node tests/load/load.mjs)"
-bash tests/load/run-ci.sh
+GPULAB_BIN=target/debug/gpulab bash tests/load/run-ci.sh
 echo "== hadolint docker/Dockerfile"
 bash tests/lint-docker.sh
 echo "== GPU tests (they run only where a GPU is present)"
