@@ -239,9 +239,10 @@ pub fn run_logging(
 ) -> Result<LoggingResult, String> {
     let mut runs = Vec::new();
     for log_every in [1, SPARSE_EVERY] {
-        if Instant::now() > deadline {
-            return Err("the experiment ran past its time limit and was stopped".into());
-        }
+        super::check_deadline(
+            deadline,
+            "the experiment ran past its time limit and was stopped",
+        )?;
         let params = TrainParams {
             batch: BATCH,
             hidden: 128,

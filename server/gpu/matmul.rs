@@ -14,6 +14,7 @@ use serde::{Deserialize, Serialize};
 use super::cpu;
 use super::cuda::CudaHandle;
 use super::stats::{Summary, summarize};
+use super::{PAST_LIMIT_TRY_SMALLER, check_deadline};
 
 /// Sizes tried, smallest first.
 pub const SIZES: &[usize] = &[16, 32, 64, 128, 256, 512, 1024, 2048, 4096];
@@ -58,14 +59,6 @@ pub struct MatmulResult {
     pub max_abs_diff_vs_cpu: Option<f64>,
 }
 
-fn check_deadline(deadline: Instant) -> Result<(), String> {
-    if Instant::now() > deadline {
-        Err("the experiment ran past its time limit and was stopped; try a smaller size".into())
-    } else {
-        Ok(())
-    }
-}
-
 fn sizes(max: usize) -> Vec<usize> {
     SIZES.iter().copied().filter(|s| *s <= max).collect()
 }
@@ -81,7 +74,7 @@ fn time_cpu(n: usize, deadline: Instant) -> Result<Option<Summary>, String> {
     }
     let mut samples = Vec::new();
     for _ in 0..REPS {
-        check_deadline(deadline)?;
+        check_deadline(deadline, PAST_LIMIT_TRY_SMALLER)?;
         let start = Instant::now();
         cpu::sgemm(n, &a, &b, &mut c);
         std::hint::black_box(&c);
@@ -116,7 +109,7 @@ pub fn run(
     let mut rows = Vec::new();
     let mut cpu_too_slow = false;
     for n in sizes(params.max_size) {
-        check_deadline(deadline)?;
+        check_deadline(deadline, PAST_LIMIT_TRY_SMALLER)?;
         let cpu_ms = if cpu_too_slow {
             None
         } else {
@@ -199,7 +192,7 @@ fn time_gpu(
     stream.synchronize().map_err(err)?;
     let (mut resident, mut with_copy) = (Vec::new(), Vec::new());
     for _ in 0..REPS {
-        check_deadline(deadline)?;
+        check_deadline(deadline, PAST_LIMIT_TRY_SMALLER)?;
         start.record(&stream).map_err(err)?;
         gemm(&a, &b, &mut c)?;
         end.record(&stream).map_err(err)?;

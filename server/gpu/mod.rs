@@ -54,6 +54,23 @@ use cuda::CudaHandle;
 use queue::{JobState, OwnerUsage, Queue, QueueStats, Refused};
 use transfer::TransferParams;
 
+/// What a student reads when a sweep passes the per-job time limit.
+pub const PAST_LIMIT_TRY_SMALLER: &str =
+    "the experiment ran past its time limit and was stopped; try a smaller size";
+/// What a student reads when a training run passes the per-job time limit.
+pub const PAST_LIMIT_TRY_FEWER_STEPS: &str =
+    "the training run passed its time limit and was stopped; try fewer steps";
+
+/// `Err(message)` once `deadline` has passed: every experiment checks this between
+/// measurements so one job never holds the shared GPU past its limit.
+pub fn check_deadline(deadline: Instant, message: &str) -> Result<(), String> {
+    if Instant::now() > deadline {
+        Err(message.to_string())
+    } else {
+        Ok(())
+    }
+}
+
 /// Server-side caps that protect a shared GPU.
 #[derive(Debug, Clone)]
 pub struct Limits {

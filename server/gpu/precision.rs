@@ -21,6 +21,7 @@ use super::card::DeviceCard;
 use super::cpu;
 use super::cuda::CudaHandle;
 use super::stats::{Summary, summarize};
+use super::{PAST_LIMIT_TRY_SMALLER, check_deadline};
 
 /// Timed repetitions per format, after one warm-up.
 pub const REPS: usize = 5;
@@ -157,14 +158,6 @@ pub struct PrecisionResult {
 
 const PEAK_NOTE: &str = "peak = SMs × max SM clock × dense FLOP per clock per SM for this architecture (spec-sheet rates; GeForce cards run FP16 with FP32 accumulation at half the tensor rate)";
 
-fn check_deadline(deadline: Instant) -> Result<(), String> {
-    if Instant::now() > deadline {
-        Err("the experiment ran past its time limit and was stopped; try a smaller size".into())
-    } else {
-        Ok(())
-    }
-}
-
 /// Largest absolute and relative error of `result` against `reference`.
 pub fn errors(result: &[f64], reference: &[f64]) -> (f64, f64) {
     let scale = reference.iter().fold(0.0f64, |m, r| m.max(r.abs()));
@@ -206,14 +199,14 @@ pub fn run_cpu(params: &PrecisionParams, deadline: Instant) -> Result<PrecisionR
     };
     let mut rows = Vec::new();
     for p in Precision::ALL {
-        check_deadline(deadline)?;
+        check_deadline(deadline, PAST_LIMIT_TRY_SMALLER)?;
         let ra: Vec<f32> = a.iter().map(|&x| p.round(x)).collect();
         let rb: Vec<f32> = b.iter().map(|&x| p.round(x)).collect();
         let mut c = vec![0.0f32; n * n];
         cpu::sgemm(n, &ra, &rb, &mut c);
         let mut samples = Vec::with_capacity(REPS);
         for _ in 0..REPS {
-            check_deadline(deadline)?;
+            check_deadline(deadline, PAST_LIMIT_TRY_SMALLER)?;
             let start = Instant::now();
             cpu::sgemm(n, &ra, &rb, &mut c);
             std::hint::black_box(&c);
@@ -315,12 +308,12 @@ pub fn run_cuda(
     );
     let mut rows = Vec::new();
     for p in Precision::ALL {
-        check_deadline(deadline)?;
+        check_deadline(deadline, PAST_LIMIT_TRY_SMALLER)?;
         let mut operands = Operands::upload(&stream, p, &a, &b, n).map_err(err)?;
         operands.gemm(&blas, &stream, p, n)?;
         let mut samples = Vec::with_capacity(REPS);
         for _ in 0..REPS {
-            check_deadline(deadline)?;
+            check_deadline(deadline, PAST_LIMIT_TRY_SMALLER)?;
             start.record(&stream).map_err(err)?;
             operands.gemm(&blas, &stream, p, n)?;
             end.record(&stream).map_err(err)?;

@@ -325,11 +325,7 @@ pub fn run_cpu(params: &TrainParams, deadline: Instant) -> Result<TrainResult, S
     let mut curve = Vec::new();
     let mut step_times = Vec::with_capacity(params.steps);
     for step in 0..params.steps {
-        if Instant::now() > deadline {
-            return Err(
-                "the training run passed its time limit and was stopped; try fewer steps".into(),
-            );
-        }
+        super::check_deadline(deadline, super::PAST_LIMIT_TRY_FEWER_STEPS)?;
         let start = Instant::now();
         let (x, y) = data.batch(step, params.batch);
         let (loss, grads) = loss_and_grads(&model, &x, &y, bf16_ops);

@@ -26,6 +26,7 @@ use super::stats::summarize;
 use super::train::{
     CLASSES, DATASET, FEATURES, LossPoint, Mlp, Tickets, TrainParams, TrainResult, accuracy,
 };
+use super::{PAST_LIMIT_TRY_FEWER_STEPS, check_deadline};
 
 fn derr(e: DriverError) -> String {
     format!("CUDA error in the training run: {e}")
@@ -437,14 +438,6 @@ impl DeviceRun {
     }
 }
 
-fn deadline_passed(deadline: Instant) -> Result<(), String> {
-    if Instant::now() > deadline {
-        Err("the training run passed its time limit and was stopped; try fewer steps".into())
-    } else {
-        Ok(())
-    }
-}
-
 /// Milliseconds per step with the loss read every `read_every` steps: a fresh model,
 /// `steps` steps, host clock from the first launch to the last result.
 pub fn time_logging(
@@ -460,7 +453,7 @@ pub fn time_logging(
     let start = Instant::now();
     let mut seen = 0.0f32;
     for step in 0..steps {
-        deadline_passed(deadline)?;
+        check_deadline(deadline, PAST_LIMIT_TRY_FEWER_STEPS)?;
         run.step(step)?;
         if (step + 1) % read_every == 0 {
             seen += run.read_loss()?;
@@ -489,7 +482,7 @@ pub fn run_cuda(
     marks[0].record(&run.stream).map_err(derr)?;
     let mut curve = Vec::new();
     for step in 0..params.steps {
-        deadline_passed(deadline)?;
+        check_deadline(deadline, PAST_LIMIT_TRY_FEWER_STEPS)?;
         run.step(step)?;
         let mark = event()?;
         mark.record(&run.stream).map_err(derr)?;

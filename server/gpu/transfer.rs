@@ -12,6 +12,7 @@ use serde::{Deserialize, Serialize};
 
 use super::cuda::CudaHandle;
 use super::stats::{Summary, summarize};
+use super::{PAST_LIMIT_TRY_SMALLER, check_deadline};
 
 /// Smallest size measured.
 pub const MIN_BYTES: u64 = 1024;
@@ -71,17 +72,6 @@ fn gbps(bytes: u64, copies: usize, seconds: f64) -> f64 {
     bytes as f64 * copies as f64 / seconds / 1e9
 }
 
-fn check_deadline(deadline: Instant) -> Result<(), String> {
-    if Instant::now() > deadline {
-        Err(
-            "the experiment ran past its time limit and was stopped; try a smaller size"
-                .to_string(),
-        )
-    } else {
-        Ok(())
-    }
-}
-
 /// The CPU backend: `memcpy` between two host buffers.
 pub fn run_cpu(params: &TransferParams, deadline: Instant) -> Result<TransferResult, String> {
     let max = usize::try_from(params.max_bytes).map_err(|_| "size too large for this machine")?;
@@ -96,7 +86,7 @@ pub fn run_cpu(params: &TransferParams, deadline: Instant) -> Result<TransferRes
         }
         let mut samples = Vec::with_capacity(SAMPLES);
         for _ in 0..SAMPLES {
-            check_deadline(deadline)?;
+            check_deadline(deadline, PAST_LIMIT_TRY_SMALLER)?;
             let start = Instant::now();
             for _ in 0..copies {
                 dst[..n].copy_from_slice(std::hint::black_box(&src[..n]));
@@ -177,7 +167,7 @@ pub fn run_cuda(
             stream.synchronize().map_err(e("synchronise failed"))?;
             let mut samples = Vec::with_capacity(SAMPLES);
             for _ in 0..SAMPLES {
-                check_deadline(deadline)?;
+                check_deadline(deadline, PAST_LIMIT_TRY_SMALLER)?;
                 let seconds = if memory == "pinned" {
                     start_event
                         .record(stream)
