@@ -4,14 +4,14 @@
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use anyhow::Context;
 use clap::{Args, Parser, Subcommand};
 use gpulab::app::{AppState, serve};
 use gpulab::config::Config;
 use gpulab::course::{ContentSource, Course};
-use gpulab::gpu::{Limits, card, cuda::CudaHandle, doctor as gpu_doctor, matmul, timing, transfer};
+use gpulab::gpu::{Limits, card, cuda::CudaHandle, doctor as gpu_doctor};
 use gpulab::tables;
 use tracing_subscriber::EnvFilter;
 
@@ -191,9 +191,11 @@ fn main() -> ExitCode {
         Some(Command::Serve(args)) => run_server(args),
         Some(Command::Doctor) => doctor(),
         Some(Command::Device) => device(),
-        Some(Command::Bench(BenchCommand::Transfer { max_bytes })) => bench_transfer(max_bytes),
-        Some(Command::Bench(BenchCommand::Matmul { max_size })) => bench_matmul(max_size),
-        Some(Command::Bench(BenchCommand::Timing)) => bench_timing(),
+        Some(Command::Bench(BenchCommand::Transfer { max_bytes })) => {
+            print(tables::transfer(max_bytes))
+        }
+        Some(Command::Bench(BenchCommand::Matmul { max_size })) => print(tables::matmul(max_size)),
+        Some(Command::Bench(BenchCommand::Timing)) => print(tables::timing()),
         Some(Command::Bench(BenchCommand::Precision { size })) => print(tables::precision(size)),
         Some(Command::Bench(BenchCommand::Training {
             batch,
@@ -400,47 +402,6 @@ fn device() -> ExitCode {
     }
 }
 
-fn bench_transfer(max_bytes: u64) -> ExitCode {
-    let params = transfer::TransferParams { max_bytes };
-    let deadline = Instant::now() + Duration::from_secs(600);
-    let (result, device) = match CudaHandle::open() {
-        Ok(gpu) => (
-            transfer::run_cuda(&gpu, &params, deadline),
-            gpu.card.name.clone(),
-        ),
-        Err(reason) => {
-            eprintln!("No GPU ({reason}): measuring CPU memcpy bandwidth instead.");
-            (transfer::run_cpu(&params, deadline), card::cpu_info().model)
-        }
-    };
-    match result {
-        Ok(result) => {
-            println!(
-                "Transfer bandwidth on {device} (GB/s = 1e9 B/s; median [min, max] of {} samples)",
-                transfer::SAMPLES
-            );
-            println!(
-                "{:>14}  {:>4}  {:>8}  {:>10}  {:>21}",
-                "bytes", "dir", "memory", "median", "spread"
-            );
-            for p in &result.points {
-                println!(
-                    "{:>14}  {:>4}  {:>8}  {:>10.2}  [{:>8.2}, {:>8.2}]",
-                    p.bytes, p.direction, p.memory, p.gbps.median, p.gbps.min, p.gbps.max
-                );
-            }
-            if let Some(peak) = result.link_peak_gbps {
-                println!("PCIe link theoretical peak: {peak:.1} GB/s per direction");
-            }
-            ExitCode::SUCCESS
-        }
-        Err(e) => {
-            eprintln!("gpulab: {e}");
-            ExitCode::FAILURE
-        }
-    }
-}
-
 fn print(table: Result<String, String>) -> ExitCode {
     report(table, |text| print!("{text}"))
 }
@@ -456,60 +417,4 @@ fn report<T>(result: Result<T, String>, print: impl FnOnce(T)) -> ExitCode {
             ExitCode::FAILURE
         }
     }
-}
-
-fn bench_matmul(max_size: usize) -> ExitCode {
-    let mut gpu = CudaHandle::open()
-        .map_err(|reason| eprintln!("No GPU ({reason}): timing the CPU only."))
-        .ok();
-    let result = matmul::run(
-        gpu.as_mut(),
-        &matmul::MatmulParams { max_size },
-        Instant::now() + Duration::from_secs(900),
-    );
-    report(result, |r| {
-        let ms = |s: Option<gpulab::gpu::stats::Summary>| {
-            s.map_or("—".to_string(), |s| format!("{:.3}", s.median))
-        };
-        println!(
-            "Square FP32 matmul, median ms per product ({} repetitions)",
-            matmul::REPS
-        );
-        println!(
-            "{:>6}  {:>12}  {:>12}  {:>16}",
-            "n", "CPU ms", "GPU ms", "GPU+copy ms"
-        );
-        for row in &r.rows {
-            println!(
-                "{:>6}  {:>12}  {:>12}  {:>16}",
-                row.size,
-                ms(row.cpu_ms),
-                ms(row.gpu_ms),
-                ms(row.gpu_with_copy_ms)
-            );
-        }
-        println!(
-            "GPU wins from n = {:?} (data on the GPU), {:?} (copy included)",
-            r.crossover_size, r.crossover_with_copy_size
-        );
-    })
-}
-
-fn bench_timing() -> ExitCode {
-    let result = match CudaHandle::open() {
-        Ok(mut gpu) => timing::run_cuda(&mut gpu),
-        Err(reason) => {
-            eprintln!("No GPU ({reason}): a worker thread plays the GPU's stream.");
-            timing::run_cpu()
-        }
-    };
-    report(result, |r| {
-        println!("host timer, no sync : {:>8.2} ms", r.host_no_sync_ms);
-        println!("host timer, sync    : {:>8.2} ms", r.host_sync_ms);
-        println!("device timestamps   : {:>8.2} ms", r.device_ms);
-        println!(
-            "the unsynchronised timer is {:.1}x too low",
-            r.underestimate_factor
-        );
-    })
 }

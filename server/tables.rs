@@ -11,15 +11,18 @@ use crate::gpu::cuda::CudaHandle;
 use crate::gpu::memory::{Snapshot, snapshot};
 use crate::gpu::pool::Source;
 use crate::gpu::precision::{self, PrecisionParams};
+use crate::gpu::stats::Summary;
 use crate::gpu::train::{self, TrainParams};
 use crate::gpu::train_cuda;
+use crate::gpu::{card, matmul, timing, transfer};
 
 /// Generous time limit for a command-line run.
 const DEADLINE: Duration = Duration::from_secs(900);
 
-fn open(what: &str) -> Option<CudaHandle> {
+/// The GPU, or `None` after telling the reader on stderr what runs instead.
+fn open(instead: &str) -> Option<CudaHandle> {
     CudaHandle::open()
-        .map_err(|reason| eprintln!("No GPU ({reason}): {what} on the CPU."))
+        .map_err(|reason| eprintln!("No GPU ({reason}): {instead}."))
         .ok()
 }
 
@@ -29,12 +32,109 @@ fn gib(bytes: Option<u64>) -> String {
     })
 }
 
+/// Host↔device bandwidth, 1 KiB up to `max_bytes` (memcpy bandwidth without a GPU).
+pub fn transfer(max_bytes: u64) -> Result<String, String> {
+    let params = transfer::TransferParams { max_bytes };
+    let deadline = Instant::now() + DEADLINE;
+    let (result, device) = match open("measuring CPU memcpy bandwidth instead") {
+        Some(gpu) => (
+            transfer::run_cuda(&gpu, &params, deadline)?,
+            gpu.card.name.clone(),
+        ),
+        None => (
+            transfer::run_cpu(&params, deadline)?,
+            card::cpu_info().model,
+        ),
+    };
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "Transfer bandwidth on {device} (GB/s = 1e9 B/s; median [min, max] of {} samples)",
+        transfer::SAMPLES
+    );
+    let _ = writeln!(
+        out,
+        "{:>14}  {:>4}  {:>8}  {:>10}  {:>21}",
+        "bytes", "dir", "memory", "median", "spread"
+    );
+    for p in &result.points {
+        let _ = writeln!(
+            out,
+            "{:>14}  {:>4}  {:>8}  {:>10.2}  [{:>8.2}, {:>8.2}]",
+            p.bytes, p.direction, p.memory, p.gbps.median, p.gbps.min, p.gbps.max
+        );
+    }
+    if let Some(peak) = result.link_peak_gbps {
+        let _ = writeln!(
+            out,
+            "PCIe link theoretical peak: {peak:.1} GB/s per direction"
+        );
+    }
+    Ok(out)
+}
+
+/// Square FP32 matmuls from 16 to `max_size` on the CPU and the GPU, with the crossover.
+pub fn matmul(max_size: usize) -> Result<String, String> {
+    let mut gpu = open("timing the CPU only");
+    let r = matmul::run(
+        gpu.as_mut(),
+        &matmul::MatmulParams { max_size },
+        Instant::now() + DEADLINE,
+    )?;
+    let ms = |s: Option<Summary>| s.map_or("—".to_string(), |s| format!("{:.3}", s.median));
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "Square FP32 matmul, median ms per product ({} repetitions)",
+        matmul::REPS
+    );
+    let _ = writeln!(
+        out,
+        "{:>6}  {:>12}  {:>12}  {:>16}",
+        "n", "CPU ms", "GPU ms", "GPU+copy ms"
+    );
+    for row in &r.rows {
+        let _ = writeln!(
+            out,
+            "{:>6}  {:>12}  {:>12}  {:>16}",
+            row.size,
+            ms(row.cpu_ms),
+            ms(row.gpu_ms),
+            ms(row.gpu_with_copy_ms)
+        );
+    }
+    let _ = writeln!(
+        out,
+        "GPU wins from n = {:?} (data on the GPU), {:?} (copy included)",
+        r.crossover_size, r.crossover_with_copy_size
+    );
+    Ok(out)
+}
+
+/// The timing trap: host timer without sync, with sync, and device timestamps.
+pub fn timing() -> Result<String, String> {
+    let r = match open("a worker thread plays the GPU's stream") {
+        Some(mut gpu) => timing::run_cuda(&mut gpu)?,
+        None => timing::run_cpu()?,
+    };
+    let mut out = String::new();
+    let _ = writeln!(out, "host timer, no sync : {:>8.2} ms", r.host_no_sync_ms);
+    let _ = writeln!(out, "host timer, sync    : {:>8.2} ms", r.host_sync_ms);
+    let _ = writeln!(out, "device timestamps   : {:>8.2} ms", r.device_ms);
+    let _ = writeln!(
+        out,
+        "the unsynchronised timer is {:.1}x too low",
+        r.underestimate_factor
+    );
+    Ok(out)
+}
+
 /// The precision shoot-out at `size`.
 pub fn precision(size: usize) -> Result<String, String> {
     let params = PrecisionParams { size };
     params.validate(usize::MAX)?;
     let deadline = Instant::now() + DEADLINE;
-    let result = match open("running the shoot-out") {
+    let result = match open("running the shoot-out on the CPU") {
         Some(mut gpu) => precision::run_cuda(&mut gpu, &params, deadline)?,
         None => precision::run_cpu(&params, deadline)?,
     };
@@ -80,7 +180,7 @@ fn run_training(
 /// A training run with `params`.
 pub fn training(params: &TrainParams) -> Result<String, String> {
     params.validate(usize::MAX, usize::MAX)?;
-    let mut gpu = open("training");
+    let mut gpu = open("training on the CPU");
     let r = run_training(&mut gpu, params, Instant::now() + DEADLINE)?;
     let mut out = String::new();
     let _ = writeln!(
@@ -119,7 +219,7 @@ pub fn break_it(case: &str) -> Result<String, String> {
         case: case.to_string(),
     };
     params.validate()?;
-    let mut gpu = open("running it");
+    let mut gpu = open("running it on the CPU");
     let mut out = String::new();
     if case == "batch-on-host" {
         let r = breakit::run_placement(gpu.as_mut())?;
