@@ -134,10 +134,8 @@ pub fn precision(size: usize) -> Result<String, String> {
     let params = PrecisionParams { size };
     params.validate(usize::MAX)?;
     let deadline = Instant::now() + DEADLINE;
-    let result = match open("running the shoot-out on the CPU") {
-        Some(mut gpu) => precision::run_cuda(&mut gpu, &params, deadline)?,
-        None => precision::run_cpu(&params, deadline)?,
-    };
+    let mut gpu = open("running the shoot-out on the CPU");
+    let result = precision::run(gpu.as_mut(), &params, deadline)?;
     let mut out = String::new();
     let _ = writeln!(
         out,
@@ -166,22 +164,11 @@ pub fn precision(size: usize) -> Result<String, String> {
     Ok(out)
 }
 
-fn run_training(
-    gpu: &mut Option<CudaHandle>,
-    params: &TrainParams,
-    deadline: Instant,
-) -> Result<train::TrainResult, String> {
-    match gpu {
-        Some(gpu) => train_cuda::run_cuda(gpu, params, deadline),
-        None => train::run_cpu(params, deadline),
-    }
-}
-
 /// A training run with `params`.
 pub fn training(params: &TrainParams) -> Result<String, String> {
     params.validate(usize::MAX, usize::MAX)?;
     let mut gpu = open("training on the CPU");
-    let r = run_training(&mut gpu, params, Instant::now() + DEADLINE)?;
+    let r = train_cuda::run(gpu.as_mut(), params, Instant::now() + DEADLINE)?;
     let mut out = String::new();
     let _ = writeln!(
         out,
@@ -247,7 +234,7 @@ pub fn break_it(case: &str) -> Result<String, String> {
         let _ = writeln!(out, "fix: {}\n{}", r.fix, r.note);
     } else {
         let deadline = Instant::now() + DEADLINE;
-        let r = breakit::run_logging(|p| run_training(&mut gpu, p, deadline), deadline)?;
+        let r = breakit::run_logging(|p| train_cuda::run(gpu.as_mut(), p, deadline), deadline)?;
         let _ = writeln!(
             out,
             "{:>10}  {:>10}  {:>12}  {:>10}",

@@ -353,42 +353,30 @@ fn run_job(
     fn json<T: Serialize>(r: Result<T, String>) -> Result<serde_json::Value, String> {
         r.and_then(|v| serde_json::to_value(v).map_err(|e| e.to_string()))
     }
-    let (outcome, other) = match backend {
-        Backend::Cuda(gpu) => {
-            let other = gpu.other_processes();
-            let outcome = match job {
-                Experiment::Transfer(p) => json(transfer::run_cuda(gpu, p, deadline)),
-                Experiment::Matmul(p) => json(matmul::run(Some(gpu), p, deadline)),
-                Experiment::Timing => json(timing::run_cuda(gpu)),
-                Experiment::Precision(p) => json(precision::run_cuda(gpu, p, deadline)),
-                Experiment::BreakIt(p) if p.case == "batch-on-host" => {
-                    json(breakit::run_placement(Some(gpu)))
-                }
-                Experiment::BreakIt(_) => json(breakit::run_logging(
-                    |p| train_cuda::run_cuda(gpu, p, deadline),
-                    deadline,
-                )),
-                Experiment::Training(p) => json(train_cuda::run_cuda(gpu, p, deadline)),
-            };
-            (outcome, other)
+    let (mut gpu, other) = match backend {
+        Backend::Cuda(handle) => {
+            let other = handle.other_processes();
+            (Some(&mut **handle), other)
         }
-        Backend::Cpu => {
-            let outcome = match job {
-                Experiment::Transfer(p) => json(transfer::run_cpu(p, deadline)),
-                Experiment::Matmul(p) => json(matmul::run(None, p, deadline)),
-                Experiment::Timing => json(timing::run_cpu()),
-                Experiment::Precision(p) => json(precision::run_cpu(p, deadline)),
-                Experiment::BreakIt(p) if p.case == "batch-on-host" => {
-                    json(breakit::run_placement(None))
-                }
-                Experiment::BreakIt(_) => json(breakit::run_logging(
-                    |p| train::run_cpu(p, deadline),
-                    deadline,
-                )),
-                Experiment::Training(p) => json(train::run_cpu(p, deadline)),
-            };
-            (outcome, None)
-        }
+        Backend::Cpu => (None, None),
+    };
+    let outcome = match job {
+        Experiment::Transfer(p) => json(match gpu {
+            Some(handle) => transfer::run_cuda(handle, p, deadline),
+            None => transfer::run_cpu(p, deadline),
+        }),
+        Experiment::Matmul(p) => json(matmul::run(gpu, p, deadline)),
+        Experiment::Timing => json(match gpu {
+            Some(handle) => timing::run_cuda(handle),
+            None => timing::run_cpu(),
+        }),
+        Experiment::Precision(p) => json(precision::run(gpu, p, deadline)),
+        Experiment::BreakIt(p) if p.case == "batch-on-host" => json(breakit::run_placement(gpu)),
+        Experiment::BreakIt(_) => json(breakit::run_logging(
+            |p| train_cuda::run(gpu.as_deref_mut(), p, deadline),
+            deadline,
+        )),
+        Experiment::Training(p) => json(train_cuda::run(gpu, p, deadline)),
     };
     match outcome {
         Ok(mut result) => {

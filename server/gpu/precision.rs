@@ -260,6 +260,18 @@ pub fn peak_tflops(card: &DeviceCard, p: Precision) -> Option<f64> {
     Some(per_sm * sms * clock_hz / 1e12)
 }
 
+/// Runs the shoot-out on `gpu` when given, else on the CPU.
+pub fn run(
+    gpu: Option<&mut CudaHandle>,
+    params: &PrecisionParams,
+    deadline: Instant,
+) -> Result<PrecisionResult, String> {
+    match gpu {
+        Some(gpu) => run_cuda(gpu, params, deadline),
+        None => run_cpu(params, deadline),
+    }
+}
+
 /// Runs the shoot-out on the GPU.
 pub fn run_cuda(
     gpu: &mut CudaHandle,

@@ -464,6 +464,18 @@ pub fn time_logging(
     Ok(start.elapsed().as_secs_f64() * 1e3 / steps as f64)
 }
 
+/// Trains on `gpu` when given, else runs the CPU reference.
+pub fn run(
+    gpu: Option<&mut CudaHandle>,
+    params: &TrainParams,
+    deadline: Instant,
+) -> Result<TrainResult, String> {
+    match gpu {
+        Some(gpu) => run_cuda(gpu, params, deadline),
+        None => super::train::run_cpu(params, deadline),
+    }
+}
+
 /// Trains on the GPU.
 pub fn run_cuda(
     gpu: &mut CudaHandle,
