@@ -4,6 +4,7 @@
 // no-JavaScript fallback prints. The point: the serial part, not the core count, sets
 // the ceiling. The arithmetic lives in logic/amdahl.js.
 
+import { el } from '../dom.js';
 import {
   MAX_CORES,
   SLIDER_CORE_COUNTS,
@@ -26,13 +27,6 @@ import {
 
 const SVG = 'http://www.w3.org/2000/svg';
 let instances = 0;
-
-function el(tag, className, text) {
-  const node = document.createElement(tag);
-  if (className) node.className = className;
-  if (text !== undefined) node.textContent = text;
-  return node;
-}
 
 function svg(tag, attributes = {}, text) {
   const node = document.createElementNS(SVG, tag);

@@ -5,6 +5,7 @@
 // process) with the reason and the next step. Each answer can be changed. The tree, the
 // diagnoses and the output reader live in logic/env-decision-tree.js.
 
+import { el } from '../dom.js';
 import {
   QUESTIONS,
   DIAGNOSES,
@@ -15,13 +16,6 @@ import {
 } from '../logic/env-decision-tree.js';
 
 let instances = 0;
-
-function el(tag, className, text) {
-  const node = document.createElement(tag);
-  if (className) node.className = className;
-  if (text !== undefined) node.textContent = text;
-  return node;
-}
 
 function button(text, className) {
   const node = el('button', className, text);

@@ -4,6 +4,7 @@
 // (A100, H100 SXM, GTX 1650) so the student sees the same launch take 19 waves on 108 SMs
 // and 147 on 14. The arithmetic and the scheduling model live in logic/gpu-architecture.js.
 
+import { el, reducedMotion } from '../dom.js';
 import {
   LIMITS,
   PRESETS,
@@ -19,14 +20,6 @@ import {
 
 let instances = 0;
 
-function el(tag, className, text) {
-  const node = document.createElement(tag);
-  if (className) node.className = className;
-  if (text !== undefined) node.textContent = text;
-  return node;
-}
-
-const reducedMotion = () => window.matchMedia('(prefers-reduced-motion: reduce)').matches;
 const plural = (n, word) => `${thousands(n)} ${word}${n === 1 ? '' : 's'}`;
 
 /** A slider and an exact number box for one integer, both labelled. */

@@ -4,6 +4,7 @@
 // drawn against the chosen GPU's memory with its out-of-memory line. Each lesson's
 // directive sets its own starting values. The arithmetic is ../logic/memory-budget.js.
 
+import { el } from '../dom.js';
 import {
   GIB,
   GPUS,
@@ -28,13 +29,6 @@ const NUMBER_FIELDS = [
   { key: 'hidden', label: 'Hidden size', min: 64, max: 65536, step: 64 },
   { key: 'layers', label: 'Layers', min: 1, max: 1000, step: 1 },
 ];
-
-function el(tag, className, text) {
-  const node = document.createElement(tag);
-  if (className) node.className = className;
-  if (text !== undefined) node.textContent = text;
-  return node;
-}
 
 function selectField(id, labelText, choices, value) {
   const field = el('div', 'tw-field tw-field-wide');

@@ -5,6 +5,7 @@
 // and the chosen rung's details (cycles, nanoseconds, who can see it) are announced.
 // The figures live in logic/memory-ladder.js.
 
+import { el } from '../dom.js';
 import {
   RUNGS,
   AXES,
@@ -18,13 +19,6 @@ import {
 } from '../logic/memory-ladder.js';
 
 let instances = 0;
-
-function el(tag, className, text) {
-  const node = document.createElement(tag);
-  if (className) node.className = className;
-  if (text !== undefined) node.textContent = text;
-  return node;
-}
 
 /** One bar: a fill whose width is the value's place on the axis, and the value in words. */
 function bar(kind, fraction, text) {

@@ -4,6 +4,7 @@
 // visible: 1,024 tasks take 128 rounds on 8 cores and 4 on 256, and with 8 tasks or
 // fewer the extra GPU cores sit idle. The arithmetic lives in logic/parallel-race.js.
 
+import { el, reducedMotion } from '../dom.js';
 import {
   LIMITS,
   CPU_CORE_SPEEDS,
@@ -16,15 +17,6 @@ import {
 } from '../logic/parallel-race.js';
 
 let instances = 0;
-
-function el(tag, className, text) {
-  const node = document.createElement(tag);
-  if (className) node.className = className;
-  if (text !== undefined) node.textContent = text;
-  return node;
-}
-
-const reducedMotion = () => window.matchMedia('(prefers-reduced-motion: reduce)').matches;
 
 /** A labelled number input; returns the field wrapper and the input. */
 function numberField(id, label, limits, value) {

@@ -4,19 +4,13 @@
 // waiting or idle) and lists the tensors alive in host and device memory afterwards, with
 // what appeared and what was freed. The data lives in ../logic/step-stepper.js.
 
+import { el } from '../dom.js';
 import { STAGES, STEPS, TENSORS, changes, firstStepOf, formatShape } from '../logic/step-stepper.js';
 
 let instances = 0;
 
 const SETUP = ['model = torch.nn.Linear(8, 3).to(device)', 'optimizer = torch.optim.SGD(model.parameters(), lr=0.1)'];
 const STATE_WORDS = { busy: 'Busy', waiting: 'Waiting', idle: 'Idle' };
-
-function el(tag, className, text) {
-  const node = document.createElement(tag);
-  if (className) node.className = className;
-  if (text !== undefined) node.textContent = text;
-  return node;
-}
 
 function button(text, className = 'tw-button') {
   const node = el('button', className, text);

@@ -3,16 +3,10 @@
 // table it lands on, and links to the lesson sections that explain it. Radio groups in
 // fieldsets keep it keyboard- and screen-reader-friendly. Data: ../logic/symptom-triage.js.
 
+import { el } from '../dom.js';
 import { SYMPTOMS, diagnose, findSymptom } from '../logic/symptom-triage.js';
 
 let instances = 0;
-
-function el(tag, className, text) {
-  const node = document.createElement(tag);
-  if (className) node.className = className;
-  if (text !== undefined) node.textContent = text;
-  return node;
-}
 
 /** A fieldset of radio buttons; `onPick(value)` runs when one is chosen. */
 function radioGroup(name, legendText, options, checked, onPick) {

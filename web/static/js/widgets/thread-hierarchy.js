@@ -6,6 +6,7 @@
 // A "quiz me" switch hides the answers until the student types their own index.
 // The arithmetic lives in logic/thread-hierarchy.js.
 
+import { el } from '../dom.js';
 import {
   WARP_SIZE,
   LIMITS,
@@ -22,13 +23,6 @@ import {
 } from '../logic/thread-hierarchy.js';
 
 let instances = 0;
-
-function el(tag, className, text) {
-  const node = document.createElement(tag);
-  if (className) node.className = className;
-  if (text !== undefined) node.textContent = text;
-  return node;
-}
 
 function field(id, text, input) {
   const wrapper = el('div', 'wb-field');

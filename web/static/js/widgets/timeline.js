@@ -4,6 +4,7 @@
 // or a checkbox puts one in every step. The readout compares what a host timer measures
 // without synchronising and with torch.cuda.synchronize(). Numbers: ../logic/timeline.js.
 
+import { el } from '../dom.js';
 import {
   DEFAULT_CPU_MS,
   DEFAULT_GPU_MS,
@@ -16,13 +17,6 @@ import {
 } from '../logic/timeline.js';
 
 let instances = 0;
-
-function el(tag, className, text) {
-  const node = document.createElement(tag);
-  if (className) node.className = className;
-  if (text !== undefined) node.textContent = text;
-  return node;
-}
 
 /** A labelled range input with its value shown beside the label. */
 function rangeField(id, labelText, { min, max, value, unit }) {

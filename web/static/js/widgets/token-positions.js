@@ -3,6 +3,7 @@
 // student edits either number or halves it with a button and sees both shares of the
 // starting configuration side by side. The arithmetic is ../logic/token-positions.js.
 
+import { el } from '../dom.js';
 import {
   HEADS,
   HIDDEN,
@@ -16,13 +17,6 @@ import {
 } from '../logic/token-positions.js';
 
 let instances = 0;
-
-function el(tag, className, text) {
-  const node = document.createElement(tag);
-  if (className) node.className = className;
-  if (text !== undefined) node.textContent = text;
-  return node;
-}
 
 function positiveInteger(value, fallback) {
   const n = Math.round(Number(value));

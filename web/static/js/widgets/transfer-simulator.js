@@ -4,6 +4,7 @@
 // operation that mixes devices prints PyTorch's error. The numbers come from
 // ../logic/transfer-simulator.js; this file only draws them.
 
+import { el } from '../dom.js';
 import {
   DEFAULT_BANDWIDTH_GBPS,
   HBM_GBPS,
@@ -24,13 +25,6 @@ import {
 
 const MAX_CONSOLE_LINES = 40;
 let instances = 0;
-
-function el(tag, className, text) {
-  const node = document.createElement(tag);
-  if (className) node.className = className;
-  if (text !== undefined) node.textContent = text;
-  return node;
-}
 
 export function mount(figure, params) {
   const uid = `tw-xfer-${(instances += 1)}`;
