@@ -177,11 +177,12 @@ pub fn run_placement(gpu: Option<&mut CudaHandle>) -> Result<PlacementResult, St
             let up = |v: &Vec<f32>| stream.clone_htod(v).map_err(|e| e.to_string());
             let weights: [CudaSlice<f32>; 2] = [up(&model.w1)?, up(&model.w2)?];
             let addr = |s: &CudaSlice<f32>| s.device_ptr(&stream).0;
+            // Where fc1.weight lives is where the model lives.
             let model_device = driver_location(gpu, addr(&weights[0]))?;
             let fields = vec![
                 placement(
                     "fc1.weight",
-                    driver_location(gpu, addr(&weights[0]))?,
+                    model_device.clone(),
                     &model_device,
                     vec![h, FEATURES],
                     4,
