@@ -1,46 +1,180 @@
-//! Server configuration: what `gpulab serve` can be told, with the defaults a learner on a
-//! laptop wants. Every field has a command-line flag and a `GPULAB_*` environment variable
-//! (see `server/main.rs`); tests build a [`Config`] directly.
+//! Server configuration: what `gpulab serve` can be told, with the defaults a learner
+//! on a laptop wants. [`Config`] and [`Limits`] are the `clap` argument structs
+//! themselves, so each setting is written once: its flag, its `GPULAB_*` environment
+//! variable, its default and its help text. The README's configuration table is
+//! checked against them (`tests/config_table.rs`), every cap reaches the validation
+//! messages, the OpenAPI bounds and the panels' inputs through [`Limits`], and tests
+//! build a [`Config`] directly.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use serde::Serialize;
+
 /// Settings for one running server.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, clap::Args)]
 pub struct Config {
-    /// Address to listen on. `127.0.0.1:8000` by default, so a laptop does not expose the
-    /// course to its network; Docker sets `0.0.0.0:8000`.
+    /// Address and port to listen on. Use 0.0.0.0:8000 to accept other machines.
+    #[arg(long, env = "GPULAB_ADDR", default_value_t = Config::DEFAULT_ADDR)]
     pub addr: SocketAddr,
-    /// Where the course text comes from: `None` uses the copy embedded in the binary, a
-    /// folder overrides it (for authors editing lessons, and for tests with fixtures).
+    /// Serve lessons from this folder instead of the copy built into the binary
+    /// (useful while editing lessons; restart to pick up changes).
+    #[arg(long = "content", env = "GPULAB_CONTENT", value_name = "DIR")]
     pub content_dir: Option<PathBuf>,
-    /// The SQLite database file holding students and quiz attempts; created if missing.
+    /// SQLite database file for students and quiz attempts (created if missing).
+    #[arg(
+        long,
+        env = "GPULAB_DATABASE",
+        default_value = "gpulab.db",
+        value_name = "FILE"
+    )]
     pub database: PathBuf,
-    /// When set, `/instructor` shows the class gradebook to whoever presents this token.
-    /// Never logged, never put in a URL.
+    /// Token that unlocks the class gradebook at /instructor. Without it the gradebook
+    /// is switched off. Prefer the environment variable: flags show up in `ps`.
+    #[arg(
+        long,
+        env = "GPULAB_INSTRUCTOR_TOKEN",
+        hide_env_values = true,
+        value_name = "TOKEN"
+    )]
     pub instructor_token: Option<String>,
-    /// Caps that protect the shared GPU: queue length, job time limit, sizes.
-    pub limits: crate::gpu::Limits,
-    /// Experiments one student may submit per minute (0 switches the limit off).
-    pub experiments_per_minute: u32,
-    /// Longest a request may take before it is answered 408.
-    pub request_timeout: Duration,
-    /// On SIGTERM, how long running experiments get to finish before the server exits.
-    pub drain_timeout: Duration,
+    /// Caps that protect the shared GPU and the server.
+    #[command(flatten)]
+    pub limits: Limits,
+}
+
+impl Config {
+    /// `127.0.0.1:8000`: a laptop does not expose the course to its network; Docker
+    /// sets `0.0.0.0:8000`.
+    pub const DEFAULT_ADDR: SocketAddr = SocketAddr::V4(std::net::SocketAddrV4::new(
+        std::net::Ipv4Addr::LOCALHOST,
+        8000,
+    ));
 }
 
 impl Default for Config {
     fn default() -> Self {
         Self {
-            addr: SocketAddr::from(([127, 0, 0, 1], 8000)),
+            addr: Self::DEFAULT_ADDR,
             content_dir: None,
             database: PathBuf::from("gpulab.db"),
             instructor_token: None,
-            limits: crate::gpu::Limits::default(),
-            experiments_per_minute: 12,
-            request_timeout: Duration::from_secs(30),
-            drain_timeout: Duration::from_secs(30),
+            limits: Limits::default(),
         }
+    }
+}
+
+/// Every cap: queue, time limits, experiment sizes, playground memory, rates.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, clap::Args)]
+pub struct Limits {
+    /// Experiments that may wait in the queue at once; more are refused with 429 and
+    /// Retry-After.
+    #[arg(long, env = "GPULAB_QUEUE_LENGTH", default_value_t = Limits::DEFAULT.queue_length)]
+    pub queue_length: usize,
+    /// Experiments that may run at once on the GPU. Keep 1 (the default) so every
+    /// measurement has the GPU to itself; more lets a big class through faster but makes
+    /// timings interfere.
+    #[arg(long, env = "GPULAB_GPU_CONCURRENCY", default_value_t = Limits::DEFAULT.gpu_concurrency, value_parser = clap::value_parser!(u16).range(1..=8))]
+    pub gpu_concurrency: u16,
+    /// Experiments one student may submit per minute; more get 429 with Retry-After.
+    /// 0 switches the limit off.
+    #[arg(long, env = "GPULAB_EXPERIMENTS_PER_MINUTE", default_value_t = Limits::DEFAULT.experiments_per_minute)]
+    pub experiments_per_minute: u32,
+    /// Longest any request may take, in seconds, before it is answered 408.
+    #[arg(long, env = "GPULAB_REQUEST_TIMEOUT_SECS", default_value_t = Limits::DEFAULT.request_timeout_secs, value_parser = clap::value_parser!(u64).range(1..))]
+    pub request_timeout_secs: u64,
+    /// On SIGTERM or Ctrl-C: seconds a running experiment gets to finish before the
+    /// server exits anyway. Waiting experiments are cancelled at once.
+    #[arg(long, env = "GPULAB_DRAIN_TIMEOUT_SECS", default_value_t = Limits::DEFAULT.drain_timeout_secs)]
+    pub drain_timeout_secs: u64,
+    /// Longest one experiment may run, in seconds, before it is stopped.
+    #[arg(long, env = "GPULAB_JOB_TIMEOUT_SECS", default_value_t = Limits::DEFAULT.job_timeout_secs)]
+    pub job_timeout_secs: u64,
+    /// Largest transfer-benchmark size in bytes a student may ask for (the benchmark
+    /// holds twice this in host memory while it runs).
+    #[arg(long, env = "GPULAB_MAX_TRANSFER_BYTES", default_value_t = Limits::DEFAULT.max_transfer_bytes)]
+    pub max_transfer_bytes: u64,
+    /// Largest matrix side a student may ask for (matmul crossover, precision shoot-out).
+    #[arg(long, env = "GPULAB_MAX_MATMUL_SIZE", default_value_t = Limits::DEFAULT.max_matmul_size)]
+    pub max_matmul_size: usize,
+    /// Most optimiser steps in one training run.
+    #[arg(long, env = "GPULAB_MAX_TRAIN_STEPS", default_value_t = Limits::DEFAULT.max_train_steps)]
+    pub max_train_steps: usize,
+    /// Widest hidden layer a training run may ask for.
+    #[arg(long, env = "GPULAB_MAX_HIDDEN", default_value_t = Limits::DEFAULT.max_hidden)]
+    pub max_hidden: usize,
+    /// Memory (MiB) one student's allocator playground may reserve on the GPU.
+    #[arg(long, env = "GPULAB_PLAYGROUND_MIB_PER_STUDENT", default_value_t = Limits::DEFAULT.playground_mib_per_student)]
+    pub playground_mib_per_student: u64,
+    /// Memory (MiB) all students' playgrounds together may reserve.
+    #[arg(long, env = "GPULAB_PLAYGROUND_MIB_TOTAL", default_value_t = Limits::DEFAULT.playground_mib_total)]
+    pub playground_mib_total: u64,
+}
+
+impl Limits {
+    /// The defaults, once: clap shows them in `--help` and [`Default`] returns them.
+    pub const DEFAULT: Self = Self {
+        queue_length: 16,
+        gpu_concurrency: 1,
+        experiments_per_minute: 12,
+        request_timeout_secs: 30,
+        drain_timeout_secs: 30,
+        job_timeout_secs: 120,
+        max_transfer_bytes: 1 << 30,
+        max_matmul_size: 4096,
+        max_train_steps: 2000,
+        max_hidden: 1024,
+        playground_mib_per_student: 512,
+        playground_mib_total: 4096,
+    };
+
+    /// Longest one experiment may run.
+    pub fn job_timeout(&self) -> Duration {
+        Duration::from_secs(self.job_timeout_secs)
+    }
+
+    /// Longest a request may take.
+    pub fn request_timeout(&self) -> Duration {
+        Duration::from_secs(self.request_timeout_secs)
+    }
+
+    /// How long a running experiment may finish after SIGTERM.
+    pub fn drain_timeout(&self) -> Duration {
+        Duration::from_secs(self.drain_timeout_secs)
+    }
+
+    /// One student's playground cap in bytes.
+    pub fn playground_per_student_bytes(&self) -> u64 {
+        self.playground_mib_per_student << 20
+    }
+
+    /// All playgrounds' cap in bytes.
+    pub fn playground_total_bytes(&self) -> u64 {
+        self.playground_mib_total << 20
+    }
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Self::DEFAULT
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::{Args, FromArgMatches};
+
+    #[test]
+    fn clap_defaults_are_the_default_config() {
+        let command = Config::augment_args(clap::Command::new("serve").no_binary_name(true));
+        let matches = command.try_get_matches_from(Vec::<String>::new()).unwrap();
+        let parsed = Config::from_arg_matches(&matches).unwrap();
+        // Environment variables set by the test harness would change this; none of the
+        // GPULAB_* names above are set in tests.
+        assert_eq!(parsed.limits, Limits::default());
+        assert_eq!(parsed.addr, Config::default().addr);
+        assert_eq!(parsed.database, Config::default().database);
     }
 }

@@ -1,41 +1,48 @@
 //! GPU Lab: a browser course on how GPUs behave under model training, served by one binary.
 //!
-//! A tour of the modules, in the order a request meets them:
+//! Data flows one way: **request → web → engine → experiment → device**, and results
+//! flow back as typed values. Nothing lower imports anything higher. A tour of the
+//! modules, in the order a request meets them:
 //!
-//! - [`config`]: everything the server can be told on the command line or through
-//!   `GPULAB_*` environment variables, with safe defaults.
-//! - [`app`]: the one [`app::AppState`] every handler shares, the [`app::router`] that maps
-//!   URLs to handlers, and [`app::serve`], which runs the router on a listener until a
-//!   shutdown signal. Tests call `router` and `serve` directly on port 0.
-//! - [`routes`]: the HTTP handlers, one file per area (pages, static assets).
-//! - [`pages`]: typed askama page structs; every HTML page is one of these.
-//! - [`error`]: the web layer's error enum and its single `IntoResponse`, which renders the
-//!   error page with the right status and logs internal errors without showing them.
+//! - [`config`]: everything `gpulab serve` can be told — flags, `GPULAB_*` environment
+//!   variables and defaults, each written once — and [`config::Limits`], every cap.
+//! - [`web`]: HTTP. The router and `serve`, the student cookie, body decoding, the one
+//!   error type, typed askama pages, embedded static files, the generated OpenAPI
+//!   document, and the handlers (pages, quizzes, instructor, the student's data,
+//!   experiments, playground, health and `/metrics`) around one shared `AppState`.
+//! - [`ratelimit`]: the per-student experiment rate (a keyed `governor` limiter).
+//! - [`metrics`]: the Prometheus registry; reads the engine at scrape time.
 //! - [`course`]: the course itself. Lessons are read from `content/` (embedded in the
 //!   binary, or a folder given on the command line), passed through a chain of
 //!   preprocessors (front matter, directives, highlighting, math, heading anchors, link
-//!   checks) and rendered to HTML once, at start-up. `gpulab check` runs the same chain
-//!   and prints each problem as `file:line: message`.
-//! - [`identity`]: the student cookie: a random id issued on first visit, read by
-//!   handlers as a request extension. No accounts, no passwords.
+//!   checks) and rendered to HTML once, at start-up. `gpulab check` runs the same chain.
 //! - [`db`]: the SQLite database (WAL, migrated on start-up) of students, quiz attempts
 //!   and answers, and the instructor's gradebook queries.
-//! - [`gpu`]: the experiment engine: the GPU (cudarc, NVRTC, NVML, loaded at run time)
-//!   or the CPU when there is none, behind a bounded queue and one worker thread. All
-//!   `unsafe` lives there.
-//! - [`assets`]: the static files under `web/static/`, embedded in the binary with their
-//!   content types and ETags, so the binary serves the course from any directory.
+//! - [`engine`]: the bounded, owner-aware job queue, the worker threads that each own a
+//!   backend (the GPU, or the CPU when there is none), provenance, and `gpulab selftest`.
+//! - [`playground`]: lesson 7's memory snapshot and per-student allocator playgrounds.
+//! - [`experiments`]: one module per live experiment behind one trait, and the registry
+//!   from which routes, CLI commands, OpenAPI paths, lesson directives, panel bounds,
+//!   bad-input tests and selftests are derived.
+//! - [`gpu`]: the only code that talks to CUDA and the only `unsafe`: library loading,
+//!   the device handle and streams, kernels and their typed launchers, every GEMM,
+//!   CUDA-event clocks, device memory, the device card and the doctor.
+//! - [`cpu`]: the CPU reference math every GPU path is checked against.
+//! - [`measure`]: medians and spreads, deadlines, and the one timing loop.
+//! - [`host`], [`format`]: the host machine as Linux describes it; number formatting
+//!   shared by terminal tables and lesson fallbacks.
 
-pub mod app;
-pub mod assets;
 pub mod config;
 pub mod course;
+pub mod cpu;
 pub mod db;
-pub mod error;
+pub mod engine;
+pub mod experiments;
+pub mod format;
 pub mod gpu;
-pub mod identity;
+pub mod host;
+pub mod measure;
 pub mod metrics;
-pub mod pages;
+pub mod playground;
 pub mod ratelimit;
-pub mod routes;
-pub mod tables;
+pub mod web;

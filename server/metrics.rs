@@ -1,15 +1,11 @@
-//! Prometheus metrics at `/metrics`, from the `prometheus` crate with one registry per
-//! server (so tests can run many servers in one process). HTTP requests are counted by
-//! route template (never the raw path, which would leak ids and explode the label set),
+//! Prometheus metrics, from the `prometheus` crate with one registry per server (so
+//! tests can run many servers in one process). HTTP requests are counted by route
+//! template (never the raw path, which would leak ids and explode the label set),
 //! method and status, with a latency histogram per route; the experiment queue and GPU
-//! memory are read at scrape time by a collector, so they are never stale.
+//! memory are read at scrape time by a collector, so they are never stale. The web
+//! layer records requests ([`Metrics::observe`]) and serves [`Metrics::render`] at
+//! `/metrics`; nothing here knows about HTTP frameworks.
 
-use std::time::Instant;
-
-use axum::extract::{MatchedPath, Request, State};
-use axum::http::header;
-use axum::middleware::Next;
-use axum::response::{IntoResponse, Response};
 use prometheus::core::{Collector, Desc};
 use prometheus::proto::MetricFamily;
 use prometheus::{
@@ -17,9 +13,8 @@ use prometheus::{
     TextEncoder,
 };
 
-use crate::app::AppState;
-use crate::gpu::Engine;
-use crate::gpu::memory::snapshot;
+use crate::engine::Engine;
+use crate::playground::snapshot;
 
 /// The server's metrics.
 pub struct Metrics {
@@ -81,44 +76,20 @@ impl Metrics {
         self.refused.with_label_values(&[reason]).inc();
     }
 
+    /// Records one request: its route template, method, status and seconds taken.
+    pub fn observe(&self, route: &str, method: &str, status: &str, seconds: f64) {
+        self.latency.with_label_values(&[route]).observe(seconds);
+        self.requests
+            .with_label_values(&[route, method, status])
+            .inc();
+    }
+
     /// The Prometheus text exposition of every metric.
     pub fn render(&self) -> String {
         let mut buffer = Vec::new();
         let _ = TextEncoder::new().encode(&self.registry.gather(), &mut buffer);
         String::from_utf8(buffer).unwrap_or_default()
     }
-}
-
-/// Middleware: records every request's route, status and latency.
-pub async fn track(State(state): State<AppState>, request: Request, next: Next) -> Response {
-    let route = request
-        .extensions()
-        .get::<MatchedPath>()
-        .map_or_else(|| "unmatched".to_string(), |p| p.as_str().to_string());
-    let method = request.method().as_str().to_string();
-    let started = Instant::now();
-    let response = next.run(request).await;
-    let metrics = &state.metrics;
-    metrics
-        .latency
-        .with_label_values(&[&route])
-        .observe(started.elapsed().as_secs_f64());
-    metrics
-        .requests
-        .with_label_values(&[&route, &method, response.status().as_str()])
-        .inc();
-    response
-}
-
-/// `GET /metrics`.
-pub async fn scrape(State(state): State<AppState>) -> impl IntoResponse {
-    (
-        [(
-            header::CONTENT_TYPE,
-            "text/plain; version=0.0.4; charset=utf-8",
-        )],
-        state.metrics.render(),
-    )
 }
 
 /// Reads the queue and memory when scraped.

@@ -350,7 +350,7 @@ async fn oversized_bodies_get_413_with_a_json_or_html_message() {
 async fn a_body_that_never_arrives_is_answered_within_the_request_timeout() {
     let dir = tempfile::tempdir().unwrap();
     let mut config = test_config(dir.path().join("gpulab.db"));
-    config.request_timeout = Duration::from_secs(2);
+    config.limits.request_timeout_secs = 2;
     let app = spawn_with(config).await;
     // Declares 10 MB and sends two bytes: the server must not wait for ever.
     let started = std::time::Instant::now();

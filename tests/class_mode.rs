@@ -58,7 +58,7 @@ async fn metrics_count_requests_by_route_and_jobs_by_outcome() {
 async fn one_student_is_rate_limited_and_another_is_not() {
     let dir = tempfile::tempdir().unwrap();
     let mut config = test_config(dir.path().join("gpulab.db"));
-    config.experiments_per_minute = 2;
+    config.limits.experiments_per_minute = 2;
     let app = spawn_with(config).await;
     let (ann, bob) = (student(), student());
     let submit = |client: &reqwest::Client| {

@@ -79,7 +79,7 @@ async fn a_transfer_job_runs_and_reports_bandwidth_with_provenance() {
     let points = result["points"].as_array().unwrap();
     assert_eq!(
         points.len(),
-        gpulab::gpu::transfer::sizes(1 << 20).len()
+        gpulab::experiments::transfer::sizes(1 << 20).len()
             * if app.state.engine.card.kind == "cuda" {
                 4
             } else {
@@ -157,7 +157,7 @@ async fn caps_and_bad_parameters_get_a_clear_4xx() {
 async fn a_full_queue_answers_429_with_retry_after() {
     let dir = tempfile::tempdir().unwrap();
     let mut config = test_config(dir.path().join("gpulab.db"));
-    config.limits.queue_capacity = 1;
+    config.limits.queue_length = 1;
     let app = spawn_with(config).await;
     let body = json!({"max_bytes": 64 << 20});
     let mut statuses = Vec::new();
@@ -302,7 +302,7 @@ async fn a_training_run_lowers_the_loss_and_reports_its_costs() {
 async fn the_allocator_playground_moves_three_bars_and_fails_like_pytorch() {
     let dir = tempfile::tempdir().unwrap();
     let mut config = test_config(dir.path().join("gpulab.db"));
-    config.limits.playground_per_student_bytes = 64 << 20;
+    config.limits.playground_mib_per_student = 64;
     let app = spawn_with(config).await;
     let student = crate::support::student();
     let url = |p: &str| format!("{}{p}", app.base);

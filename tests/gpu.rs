@@ -1,31 +1,47 @@
 //! GPU-only checks. They run when this machine has a usable GPU and are reported as
-//! SKIPPED, loudly, when it does not (as in CI).
+//! SKIPPED, loudly, when it does not (as in CI). With `GPULAB_REQUIRE_GPU=1` (the GPU
+//! chain sets it) a missing GPU is a failure, never a skip.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use gpulab::gpu::cuda::CudaHandle;
-use gpulab::gpu::transfer::{TransferParams, run_cuda};
+use gpulab::experiments::Experiment;
+use gpulab::experiments::break_it::run_placement;
+use gpulab::experiments::matmul::{Matmul, MatmulParams};
+use gpulab::experiments::precision::{Precision, PrecisionParams};
+use gpulab::experiments::timing::{Timing, TimingParams};
+use gpulab::experiments::training::{Optim, TrainParams, TrainPrecision, gpu as train_gpu, model};
+use gpulab::experiments::transfer::{Transfer, TransferParams};
+use gpulab::gpu::Gpu;
+use gpulab::measure::Deadline;
 
-fn gpu() -> Option<CudaHandle> {
-    match CudaHandle::open() {
-        Ok(handle) => Some(handle),
+fn gpu() -> Option<Gpu> {
+    match Gpu::open() {
+        Ok(gpu) => Some(gpu),
         Err(reason) => {
+            assert!(
+                std::env::var("GPULAB_REQUIRE_GPU").is_err(),
+                "GPULAB_REQUIRE_GPU is set but no GPU opens: {reason}"
+            );
             eprintln!("SKIPPED GPU test: no usable GPU ({reason})");
             None
         }
     }
 }
 
+fn later() -> Deadline {
+    Deadline::after(Duration::from_secs(300))
+}
+
 #[test]
 fn gpu_transfers_are_real_and_pinned_beats_pageable_at_large_sizes() {
-    let Some(gpu) = gpu() else { return };
-    assert_eq!(gpu.card.kind, "cuda");
-    let result = run_cuda(
-        &gpu,
+    let Some(mut gpu) = gpu() else { return };
+    assert_eq!(gpu.card().kind, "cuda");
+    let result = Transfer::run_gpu(
+        &mut gpu,
         &TransferParams {
             max_bytes: 256 << 20,
         },
-        Instant::now() + Duration::from_secs(120),
+        &later(),
     )
     .unwrap();
     let at = |dir: &str, mem: &str| {
@@ -64,13 +80,7 @@ fn gpu_kernels_load_and_run() {
 #[test]
 fn gpu_and_cpu_matmuls_agree_and_the_gpu_wins_at_large_sizes() {
     let Some(mut gpu) = gpu() else { return };
-    let params = gpulab::gpu::matmul::MatmulParams { max_size: 2048 };
-    let result = gpulab::gpu::matmul::run(
-        Some(&mut gpu),
-        &params,
-        Instant::now() + Duration::from_secs(300),
-    )
-    .unwrap();
+    let result = Matmul::run_gpu(&mut gpu, &MatmulParams { max_size: 2048 }, &later()).unwrap();
     let diff = result.max_abs_diff_vs_cpu.expect("both ran at 256");
     assert!(diff < 1e-2, "GPU and CPU SGEMM disagree by {diff}");
     assert!(
@@ -82,7 +92,7 @@ fn gpu_and_cpu_matmuls_agree_and_the_gpu_wins_at_large_sizes() {
 #[test]
 fn gpu_timing_trap_shows_the_unsynchronised_timer_under_reporting() {
     let Some(mut gpu) = gpu() else { return };
-    let r = gpulab::gpu::timing::run_cuda(&mut gpu).unwrap();
+    let r = Timing::run_gpu(&mut gpu, &TimingParams {}, &later()).unwrap();
     assert!(
         r.device_ms > 10.0,
         "eight calibrated kernels take tens of ms: {r:?}"
@@ -94,36 +104,31 @@ fn gpu_timing_trap_shows_the_unsynchronised_timer_under_reporting() {
     );
 }
 
-fn later() -> Instant {
-    Instant::now() + Duration::from_secs(300)
-}
-
 #[test]
 fn gpu_and_cpu_training_runs_give_the_same_loss_curve() {
-    use gpulab::gpu::train::{TrainParams, run_cpu};
     let Some(mut gpu) = gpu() else { return };
     // FP32 should agree to float rounding; BF16 to the rounding of its casts.
     for (precision, optimizer, tolerance) in [
-        ("fp32", "adam", 1e-3),
-        ("fp32", "sgd", 1e-3),
-        ("bf16", "adam", 2e-2),
+        (TrainPrecision::Fp32, Optim::Adam, 1e-3),
+        (TrainPrecision::Fp32, Optim::Sgd, 1e-3),
+        (TrainPrecision::Bf16, Optim::Adam, 2e-2),
     ] {
         let params = TrainParams {
             batch: 64,
             hidden: 128,
             steps: 100,
             log_every: 10,
-            precision: precision.into(),
-            optimizer: optimizer.into(),
+            precision,
+            optimizer,
         };
-        let on_gpu = gpulab::gpu::train_cuda::run_cuda(&mut gpu, &params, later()).unwrap();
-        let on_cpu = run_cpu(&params, later()).unwrap();
+        let on_gpu = train_gpu::run(&mut gpu, &params, &later()).unwrap();
+        let on_cpu = model::run_cpu(&params, &later()).unwrap();
         assert_eq!(on_gpu.loss_curve.len(), on_cpu.loss_curve.len());
         for (g, c) in on_gpu.loss_curve.iter().zip(&on_cpu.loss_curve) {
             let gap = (g.loss - c.loss).abs() / c.loss.abs().max(1e-3);
             assert!(
                 gap < tolerance,
-                "{precision}/{optimizer} step {}: GPU {} vs CPU {}",
+                "{precision:?}/{optimizer:?} step {}: GPU {} vs CPU {}",
                 g.step,
                 g.loss,
                 c.loss
@@ -136,9 +141,8 @@ fn gpu_and_cpu_training_runs_give_the_same_loss_curve() {
 
 #[test]
 fn gpu_precision_shoot_out_is_fast_at_low_precision_and_accurate_at_fp32() {
-    use gpulab::gpu::precision::{PrecisionParams, run_cuda};
     let Some(mut gpu) = gpu() else { return };
-    let r = run_cuda(&mut gpu, &PrecisionParams { size: 4096 }, later()).unwrap();
+    let r = Precision::run_gpu(&mut gpu, &PrecisionParams { size: 4096 }, &later()).unwrap();
     let by = |name| r.rows.iter().find(|row| row.precision == name).unwrap();
     assert!(by("fp32").max_rel_error < 1e-4, "{r:?}");
     assert!(by("bf16").max_abs_error > by("fp32").max_abs_error);
@@ -156,7 +160,7 @@ fn gpu_precision_shoot_out_is_fast_at_low_precision_and_accurate_at_fp32() {
 #[test]
 fn gpu_preflight_finds_the_batch_in_host_memory() {
     let Some(mut gpu) = gpu() else { return };
-    let r = gpulab::gpu::breakit::run_placement(Some(&mut gpu)).unwrap();
+    let r = run_placement(Some(&mut gpu)).unwrap();
     assert_eq!(r.model_device, "cuda:0");
     let device = |name: &str| {
         r.fields
@@ -169,4 +173,12 @@ fn gpu_preflight_finds_the_batch_in_host_memory() {
     assert_eq!(device("fc1.weight"), "cuda:0");
     assert_eq!(device("features"), "cpu");
     assert!(r.preflight_error.unwrap().contains("'labels' (cpu)"));
+}
+
+#[test]
+fn every_selftest_check_passes_on_the_gpu() {
+    let Some(_) = gpu() else { return };
+    let report = gpulab::engine::selftest::run();
+    assert_eq!(report.backend, "cuda");
+    assert_eq!(report.failed(), 0, "{}", report.render());
 }

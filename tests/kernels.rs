@@ -4,7 +4,7 @@
 //! `GPULAB_REQUIRE_NVRTC=1` so a missing library fails instead of skipping.
 
 use gpulab::gpu::kernels::{FILES, compile};
-use gpulab::gpu::libs::Library;
+use gpulab::gpu::loader::Library;
 
 #[test]
 fn every_kernel_compiles_with_nvrtc() {

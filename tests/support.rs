@@ -2,8 +2,8 @@
 
 use std::path::PathBuf;
 
-use gpulab::app::{AppState, serve};
 use gpulab::config::Config;
+use gpulab::web::{AppState, serve};
 use tokio::sync::oneshot;
 
 /// A running app; dropping it shuts the server down.
@@ -46,10 +46,11 @@ pub fn test_config(database: PathBuf) -> Config {
         content_dir: None,
         database,
         instructor_token: None,
-        limits: gpulab::gpu::Limits::default(),
-        // Off by default so tests may queue many jobs; the rate-limit test sets it.
-        experiments_per_minute: 0,
-        ..Config::default()
+        limits: gpulab::config::Limits {
+            // Off by default so tests may queue many jobs; the rate-limit test sets it.
+            experiments_per_minute: 0,
+            ..gpulab::config::Limits::default()
+        },
     }
 }
 

@@ -3,6 +3,8 @@
 //! carry its name and parameters (the browser script enhances it) and whose content is a
 //! no-JavaScript fallback: a static table or a short text that teaches the same point.
 //! Unknown names and unknown parameter keys are content errors, never a broken page.
+//! Queued experiments are not listed here: their names, parameters, defaults and
+//! fallback text come from the experiment registry (`crate::experiments`).
 
 use std::fmt::Write;
 
@@ -45,7 +47,7 @@ pub struct Spec {
     pub fallback: fn(&Params) -> String,
 }
 
-/// Every directive the course may use.
+/// Every widget and every experiment panel that is not a registered experiment.
 pub static SPECS: &[Spec] = &[
     widget(
         "parallel-race",
@@ -129,12 +131,6 @@ pub static SPECS: &[Spec] = &[
         fallbacks::symptom_triage,
     ),
     experiment(
-        "matmul-crossover",
-        "CPU against GPU matmul crossover",
-        &["max_size"],
-        fallbacks::matmul_crossover,
-    ),
-    experiment(
         "device-card",
         "This server's device card",
         &[],
@@ -147,24 +143,6 @@ pub static SPECS: &[Spec] = &[
         fallbacks::doctor,
     ),
     experiment(
-        "transfer-benchmark",
-        "Host-device transfer benchmark",
-        &["max_bytes"],
-        fallbacks::transfer_benchmark,
-    ),
-    experiment(
-        "timing-trap",
-        "The timing trap, measured",
-        &[],
-        fallbacks::timing_trap,
-    ),
-    experiment(
-        "training-run",
-        "A real training run",
-        &["batch", "hidden", "steps", "log_every", "precision"],
-        fallbacks::training_run,
-    ),
-    experiment(
         "memory-snapshot",
         "GPU memory snapshot",
         &[],
@@ -175,18 +153,6 @@ pub static SPECS: &[Spec] = &[
         "Caching allocator playground",
         &[],
         fallbacks::allocator_playground,
-    ),
-    experiment(
-        "precision-shootout",
-        "Matmul precision shoot-out",
-        &["size"],
-        fallbacks::precision_shootout,
-    ),
-    experiment(
-        "break-it",
-        "Break it on purpose",
-        &["case"],
-        fallbacks::break_it,
     ),
 ];
 
@@ -220,23 +186,82 @@ const fn experiment(
     }
 }
 
-/// The spec for `kind name`, if the course knows it.
+/// The spec for `kind name` among [`SPECS`].
 pub fn find(kind: Kind, name: &str) -> Option<&'static Spec> {
     SPECS.iter().find(|s| s.kind == kind && s.name == name)
 }
 
+/// What a directive resolves to: a local spec, or a registered experiment.
+enum Found {
+    Local(&'static Spec),
+    Registered(&'static dyn crate::experiments::DynExperiment),
+}
+
+impl Found {
+    fn title(&self) -> &'static str {
+        match self {
+            Self::Local(spec) => spec.title,
+            Self::Registered(e) => e.title(),
+        }
+    }
+
+    fn keys(&self) -> Vec<String> {
+        match self {
+            Self::Local(spec) => spec.keys.iter().map(|k| (*k).to_string()).collect(),
+            Self::Registered(e) => e
+                .defaults()
+                .as_object()
+                .map(|fields| fields.keys().cloned().collect())
+                .unwrap_or_default(),
+        }
+    }
+
+    fn fallback(&self, name: &str, params: &Params) -> Result<String, String> {
+        match self {
+            Self::Local(spec) => Ok((spec.fallback)(params)),
+            Self::Registered(e) => {
+                let overrides = serde_json::to_value(params)
+                    .ok()
+                    .and_then(|v| v.as_object().cloned())
+                    .unwrap_or_default();
+                let text = e
+                    .describe(&overrides)
+                    .map_err(|error| format!("experiment `{name}`: {error}"))?;
+                Ok(fallbacks::live(&text))
+            }
+        }
+    }
+}
+
+fn resolve(kind: Kind, name: &str) -> Option<Found> {
+    find(kind, name).map(Found::Local).or_else(|| {
+        (kind == Kind::Experiment)
+            .then(|| crate::experiments::by_directive(name))
+            .flatten()
+            .map(Found::Registered)
+    })
+}
+
+/// Every directive name of `kind` the course may use.
+pub fn names(kind: Kind) -> Vec<&'static str> {
+    let mut names: Vec<&'static str> = SPECS
+        .iter()
+        .filter(|s| s.kind == kind)
+        .map(|s| s.name)
+        .collect();
+    if kind == Kind::Experiment {
+        names.extend(crate::experiments::REGISTRY.iter().map(|e| e.directive()));
+    }
+    names
+}
+
 /// Renders `kind name` with the TOML `body` to its placeholder element.
 pub fn render(kind: Kind, name: &str, body: &str) -> Result<String, String> {
-    let spec = find(kind, name).ok_or_else(|| {
-        let known: Vec<_> = SPECS
-            .iter()
-            .filter(|s| s.kind == kind)
-            .map(|s| s.name)
-            .collect();
+    let found = resolve(kind, name).ok_or_else(|| {
         format!(
             "unknown {} `{name}` (known: {})",
             kind.word(),
-            known.join(", ")
+            names(kind).join(", ")
         )
     })?;
     let params: Params = toml::from_str(body).map_err(|e| {
@@ -246,15 +271,16 @@ pub fn render(kind: Kind, name: &str, body: &str) -> Result<String, String> {
             e.message().trim_end()
         )
     })?;
+    let keys = found.keys();
     for (key, value) in &params {
-        if !spec.keys.contains(&key.as_str()) {
+        if !keys.contains(key) {
             return Err(format!(
                 "{} `{name}` has no parameter `{key}` (it takes: {})",
                 kind.word(),
-                if spec.keys.is_empty() {
+                if keys.is_empty() {
                     "none".to_string()
                 } else {
-                    spec.keys.join(", ")
+                    keys.join(", ")
                 }
             ));
         }
@@ -265,6 +291,7 @@ pub fn render(kind: Kind, name: &str, body: &str) -> Result<String, String> {
             ));
         }
     }
+    let fallback = found.fallback(name, &params)?;
     let json = serde_json::to_string(&params).map_err(|e| e.to_string())?;
     let mut html = String::new();
     let word = kind.word();
@@ -278,8 +305,7 @@ pub fn render(kind: Kind, name: &str, body: &str) -> Result<String, String> {
          <figcaption><span class=\"directive-kind\">{label}</span> {title}</figcaption>\n\
          <div class=\"fallback\">\n{fallback}</div>\n</figure>\n",
         params = escape(&json),
-        title = escape(spec.title),
-        fallback = (spec.fallback)(&params),
+        title = escape(found.title()),
     );
     Ok(html)
 }
@@ -301,15 +327,17 @@ mod tests {
     use super::*;
 
     #[test]
-    fn every_spec_renders_a_fallback_with_its_defaults() {
-        for spec in SPECS {
-            let html = render(spec.kind, spec.name, "").unwrap();
-            assert!(html.contains(&format!("data-{}=\"{}\"", spec.kind.word(), spec.name)));
+    fn every_directive_renders_a_fallback_with_its_defaults() {
+        let all = [Kind::Widget, Kind::Experiment]
+            .into_iter()
+            .flat_map(|kind| names(kind).into_iter().map(move |name| (kind, name)));
+        for (kind, name) in all {
+            let html = render(kind, name, "").unwrap();
+            assert!(html.contains(&format!("data-{}=\"{}\"", kind.word(), name)));
             let fallback = html.split("<div class=\"fallback\">").nth(1).unwrap();
             assert!(
                 fallback.trim().len() > 80,
-                "{} fallback is too thin: {fallback}",
-                spec.name
+                "{name} fallback is too thin: {fallback}"
             );
         }
     }
@@ -332,6 +360,22 @@ mod tests {
                 .contains("must be a number")
         );
         assert!(render(Kind::Experiment, "amdahl", "").is_err());
+        let registered = render(
+            Kind::Experiment,
+            "training-run",
+            "steps = 50\nprecision = \"bf16\"",
+        );
+        assert!(registered.unwrap().contains("50 steps"));
+        assert!(
+            render(Kind::Experiment, "training-run", "precision = 3")
+                .unwrap_err()
+                .contains("training-run")
+        );
+        assert!(
+            render(Kind::Experiment, "training-run", "depth = 3")
+                .unwrap_err()
+                .contains("no parameter `depth`")
+        );
     }
 
     #[test]

@@ -4,6 +4,7 @@
 
 use super::directives::Params;
 use super::html::escape;
+use crate::format::thousands;
 
 fn num(params: &Params, key: &str, default: f64) -> f64 {
     match params.get(key) {
@@ -39,18 +40,6 @@ fn table(head: &[&str], rows: &[Vec<String>]) -> String {
 
 fn para(text: &str) -> String {
     format!("<p>{}</p>\n", escape(text))
-}
-
-fn thousands(n: f64) -> String {
-    let digits = format!("{:.0}", n.round());
-    let mut out = String::new();
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i) % 3 == 0 {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
 }
 
 /// Rounds needed to finish `tasks` equal tasks on `cores` cores.
@@ -364,18 +353,12 @@ pub(super) fn symptom_triage(_: &Params) -> String {
     )
 }
 
-fn live(what: &str) -> String {
+/// A live experiment's fallback: what it does, and that it needs JavaScript to run.
+pub(super) fn live(what: &str) -> String {
     para(what)
         + &para(
             "Press Run (JavaScript needed) to measure it on this server's GPU, or on its CPU when it has none.",
         )
-}
-
-pub(super) fn matmul_crossover(p: &Params) -> String {
-    live(&format!(
-        "Times square matrix multiplications from 16 × 16 up to {0} × {0} on this server's CPU and GPU and marks the size where the GPU starts winning. Small sizes lose to launch and copy overhead.",
-        thousands(num(p, "max_size", 4096.0))
-    ))
 }
 
 pub(super) fn device_card(_: &Params) -> String {
@@ -390,30 +373,6 @@ pub(super) fn doctor(_: &Params) -> String {
     )
 }
 
-pub(super) fn transfer_benchmark(p: &Params) -> String {
-    live(&format!(
-        "Copies host to device and device to host, from pageable and from pinned memory, at sizes from 1 KiB up to {} bytes, and plots bandwidth in GB/s against size with the link's theoretical peak.",
-        thousands(num(p, "max_bytes", 1_073_741_824.0))
-    ))
-}
-
-pub(super) fn timing_trap(_: &Params) -> String {
-    live(
-        "Queues a known amount of GPU work and reports three clocks: a host timer without synchronising, a host timer with synchronising, and CUDA events; then draws when each launch returned on the CPU and when each kernel ran on the GPU.",
-    )
-}
-
-pub(super) fn training_run(p: &Params) -> String {
-    live(&format!(
-        "Trains a small classifier on synthetic access-ticket data (batch {}, hidden width {}, {} steps, loss read every {} steps, {}) and reports the loss curve, step time, samples per second and the time lost to reading the loss every step.",
-        thousands(num(p, "batch", 32.0)),
-        thousands(num(p, "hidden", 128.0)),
-        thousands(num(p, "steps", 200.0)),
-        thousands(num(p, "log_every", 10.0)),
-        text(p, "precision", "fp32")
-    ))
-}
-
 pub(super) fn memory_snapshot(_: &Params) -> String {
     live(
         "Reads the server GPU's memory as NVML and the driver see it: used and total, and how much each process holds.",
@@ -424,24 +383,6 @@ pub(super) fn allocator_playground(_: &Params) -> String {
     live(
         "Allocate and free named tensors in a small, capped pool on the server's GPU and watch three bars: live tensor bytes (allocated), pool bytes (reserved) and what the driver reports. Try empty_cache, then allocate past your cap to see an out-of-memory error.",
     )
-}
-
-pub(super) fn precision_shootout(p: &Params) -> String {
-    live(&format!(
-        "Runs the same {0} × {0} matrix multiplication in FP32, TF32, FP16 and BF16 and reports TFLOP/s against the device's peak and the largest error against an FP64 reference.",
-        thousands(num(p, "size", 4096.0))
-    ))
-}
-
-pub(super) fn break_it(p: &Params) -> String {
-    match text(p, "case", "batch-on-host") {
-        "log-every-step" => live(
-            "Trains the same model twice: once reading the loss every step, once every 50 steps, and reports the measured slowdown of the first.",
-        ),
-        _ => live(
-            "Starts a training run with the batch left in host memory. The server's preflight check stops it before the first step and returns the readable error.",
-        ),
-    }
 }
 
 #[cfg(test)]
@@ -485,12 +426,5 @@ mod tests {
         assert!(html.contains("1,048,576 bytes"));
         assert!(html.contains("2,048 bytes"));
         assert!((copy_seconds(32e9, 32.0) - 1.0).abs() < 1e-12);
-    }
-
-    #[test]
-    fn thousands_groups_digits() {
-        assert_eq!(thousands(6912.0), "6,912");
-        assert_eq!(thousands(1_000_000.0), "1,000,000");
-        assert_eq!(thousands(16.0), "16");
     }
 }

@@ -1,23 +1,20 @@
 //! The device card: what this server computes on. On a GPU host it combines NVML
 //! (name, memory, clocks, PCIe link, driver) with the CUDA driver API (compute
-//! capability, SM count, L2); on any host it describes the CPU from `/proc`. The JSON
+//! capability, SM count, L2); on any host it describes the CPU (`crate::host`). The JSON
 //! shape is the same with or without a GPU: `kind` says which.
 
+use std::sync::Arc;
+
+use cudarc::driver::CudaContext;
+use cudarc::driver::sys::CUdevice_attribute;
+use nvml_wrapper::Nvml;
+use nvml_wrapper::enum_wrappers::device::Clock;
 use serde::Serialize;
 
-/// The machine's CPU, always reported.
-#[derive(Debug, Clone, Serialize)]
-pub struct CpuInfo {
-    /// Model name from `/proc/cpuinfo` (or the architecture when unknown).
-    pub model: String,
-    /// Logical cores this process may use.
-    pub logical_cores: usize,
-    /// Total RAM in bytes, from `/proc/meminfo`, if readable.
-    pub memory_total_bytes: Option<u64>,
-}
+use crate::host::{CpuInfo, cpu_info};
 
 /// The PCIe link between host and GPU.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 pub struct PcieLink {
     /// Current generation (links train down when idle).
     pub generation: u32,
@@ -32,7 +29,7 @@ pub struct PcieLink {
 }
 
 /// What the experiments run on.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 pub struct DeviceCard {
     /// `cuda` or `cpu`.
     pub kind: &'static str,
@@ -75,33 +72,6 @@ pub fn pcie_lane_gbps(generation: u32) -> f64 {
     }
 }
 
-/// Reads the host CPU's description.
-pub fn cpu_info() -> CpuInfo {
-    let model = std::fs::read_to_string("/proc/cpuinfo")
-        .ok()
-        .and_then(|text| {
-            text.lines()
-                .find(|l| l.starts_with("model name"))
-                .and_then(|l| l.split_once(':'))
-                .map(|(_, v)| v.trim().to_string())
-        })
-        .unwrap_or_else(|| format!("{} CPU", std::env::consts::ARCH));
-    let memory_total_bytes = std::fs::read_to_string("/proc/meminfo")
-        .ok()
-        .and_then(|text| {
-            text.lines()
-                .find(|l| l.starts_with("MemTotal:"))
-                .and_then(|l| l.split_whitespace().nth(1))
-                .and_then(|kib| kib.parse::<u64>().ok())
-                .map(|kib| kib * 1024)
-        });
-    CpuInfo {
-        model,
-        logical_cores: std::thread::available_parallelism().map_or(1, |n| n.get()),
-        memory_total_bytes,
-    }
-}
-
 /// The card for the CPU backend, with the reason no GPU is used.
 pub fn cpu_card(reason: &str) -> DeviceCard {
     let cpu = cpu_info();
@@ -119,6 +89,56 @@ pub fn cpu_card(reason: &str) -> DeviceCard {
         cuda_driver_version: None,
         cpu,
         note: format!("No GPU in use ({reason}): experiments run on the CPU and say so."),
+    }
+}
+
+/// The card of an open context, from the driver API and (when it loads) NVML.
+pub(super) fn read_card(
+    ctx: &Arc<CudaContext>,
+    nvml: Option<&Nvml>,
+    major: i32,
+    minor: i32,
+) -> DeviceCard {
+    let attr = |a| ctx.attribute(a).ok().and_then(|v| u32::try_from(v).ok());
+    let device = nvml.and_then(|n| n.device_by_index(0).ok());
+    let pcie = device.as_ref().and_then(|d| {
+        let (generation, width) = (
+            d.current_pcie_link_gen().ok()?,
+            d.current_pcie_link_width().ok()?,
+        );
+        let (max_generation, max_width) = (
+            d.max_pcie_link_gen().unwrap_or(generation),
+            d.max_pcie_link_width().unwrap_or(width),
+        );
+        Some(PcieLink {
+            generation,
+            width,
+            max_generation,
+            max_width,
+            peak_gbps: pcie_lane_gbps(max_generation) * f64::from(max_width),
+        })
+    });
+    let cuda_version = nvml
+        .and_then(|n| n.sys_cuda_driver_version().ok())
+        .map(|v| format!("{}.{}", v / 1000, (v % 1000) / 10));
+    DeviceCard {
+        kind: "cuda",
+        name: ctx.name().unwrap_or_else(|_| "NVIDIA GPU".to_string()),
+        compute_capability: Some(format!("{major}.{minor}")),
+        sm_count: attr(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT),
+        memory_total_bytes: ctx.total_mem().ok().map(|b| b as u64),
+        l2_cache_bytes: attr(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE).map(u64::from),
+        sm_clock_max_mhz: device
+            .as_ref()
+            .and_then(|d| d.max_clock_info(Clock::SM).ok()),
+        memory_clock_max_mhz: device
+            .as_ref()
+            .and_then(|d| d.max_clock_info(Clock::Memory).ok()),
+        pcie,
+        driver_version: nvml.and_then(|n| n.sys_driver_version().ok()),
+        cuda_driver_version: cuda_version,
+        cpu: cpu_info(),
+        note: "Experiments run on this GPU, one at a time.".to_string(),
     }
 }
 

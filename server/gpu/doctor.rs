@@ -5,11 +5,12 @@
 
 use serde::Serialize;
 
+use super::error::{DriverContext, GpuError};
 use super::kernels;
-use super::libs::{Library, guarded};
+use super::loader::{Library, guarded};
 
 /// The outcome of one layer.
-#[derive(Debug, Clone, Copy, Serialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Serialize, PartialEq, Eq, utoipa::ToSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Status {
     /// Works.
@@ -21,7 +22,7 @@ pub enum Status {
 }
 
 /// One layer of the check.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 pub struct Layer {
     /// What was checked.
     pub name: &'static str,
@@ -32,7 +33,7 @@ pub struct Layer {
 }
 
 /// The whole check.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 pub struct Report {
     /// Layers in order, lowest first.
     pub layers: Vec<Layer>,
@@ -42,17 +43,17 @@ pub struct Report {
     pub verdict: String,
 }
 
-fn layer(name: &'static str, result: Result<String, String>) -> Layer {
+fn layer(name: &'static str, result: Result<String, GpuError>) -> Layer {
     match result {
         Ok(detail) => Layer {
             name,
             status: Status::Ok,
             detail,
         },
-        Err(detail) => Layer {
+        Err(error) => Layer {
             name,
             status: Status::Failed,
-            detail,
+            detail: error.to_string(),
         },
     }
 }
@@ -71,14 +72,16 @@ pub fn run() -> Report {
     let driver_ok = Library::Driver.is_present();
     layers.push(layer(
         "CUDA driver library loads",
-        if driver_ok { Ok("libcuda.so found".into()) } else { Err("libcuda.so not found: no NVIDIA driver is installed, or this container was started without GPU access (--gpus all / NVIDIA Container Toolkit)".into()) },
+        Library::Driver
+            .require()
+            .map(|()| "libcuda.so found".to_string()),
     ));
     layers.push(layer("NVML sees GPUs", nvml_devices()));
     let context = if driver_ok {
         guarded(|| cudarc::driver::CudaContext::new(0))
-            .and_then(|r| r.map_err(|e| format!("context creation failed: {e}")))
+            .and_then(|r| r.what("context creation failed"))
     } else {
-        Err(String::new())
+        Err(GpuError::Unsupported("no driver".into()))
     };
     let cc = context
         .as_ref()
@@ -93,7 +96,11 @@ pub fn run() -> Report {
                 cc.map_or("?".into(), |(a, b)| format!("{a}.{b}"))
             )),
         )),
-        (Err(e), true) => layers.push(layer("CUDA context on device 0", Err(e.clone()))),
+        (Err(e), true) => layers.push(Layer {
+            name: "CUDA context on device 0",
+            status: Status::Failed,
+            detail: e.to_string(),
+        }),
         (Err(_), false) => layers.push(skipped(
             "CUDA context on device 0",
             "the driver library is missing",
@@ -108,19 +115,19 @@ pub fn run() -> Report {
         kernels::compile(test_kernel, arch)
             .map(|_| format!("compiled {} for {arch}", test_kernel.name)),
     ));
-    let cublas = if !Library::Cublas.is_present() {
-        Err(
-            "libcublas.so not found: install the CUDA toolkit or the nvidia-cublas-cu12 wheel"
-                .to_string(),
-        )
-    } else if let Ok(ctx) = &context {
-        let stream = ctx.default_stream();
-        guarded(|| cudarc::cublas::CudaBlas::new(stream)).and_then(|r| {
-            r.map(|_| "cuBLAS handle created".to_string())
-                .map_err(|e| format!("cuBLAS handle failed: {e}"))
-        })
-    } else {
-        Ok("libcublas.so found (no context to create a handle in)".to_string())
+    let cublas = match (Library::Cublas.require(), &context) {
+        (Err(missing), _) => Err(missing),
+        (Ok(()), Ok(ctx)) => {
+            let stream = ctx.default_stream();
+            guarded(|| cudarc::cublas::CudaBlas::new(stream)).and_then(|r| {
+                r.map(|_| "cuBLAS handle created".to_string())
+                    .map_err(|source| GpuError::Blas {
+                        what: "handle creation".into(),
+                        source,
+                    })
+            })
+        }
+        (Ok(()), Err(_)) => Ok("libcublas.so found (no context to create a handle in)".to_string()),
     };
     layers.push(layer("cuBLAS loads", cublas));
     let backend = if context.is_ok() { "cuda" } else { "cpu" };
@@ -142,17 +149,17 @@ pub fn run() -> Report {
     }
 }
 
-fn nvml_devices() -> Result<String, String> {
-    let nvml =
-        guarded(nvml_wrapper::Nvml::init)?.map_err(|e| format!("NVML could not start: {e}"))?;
+fn nvml_devices() -> Result<String, GpuError> {
+    let nvml = guarded(nvml_wrapper::Nvml::init)?
+        .map_err(|e| GpuError::Unsupported(format!("NVML could not start: {e}")))?;
     let count = nvml
         .device_count()
-        .map_err(|e| format!("NVML device count failed: {e}"))?;
+        .map_err(|e| GpuError::Unsupported(format!("NVML device count failed: {e}")))?;
     let names: Vec<String> = (0..count)
         .filter_map(|i| nvml.device_by_index(i).ok()?.name().ok())
         .collect();
     if count == 0 {
-        Err("NVML sees no GPU".into())
+        Err(GpuError::Unsupported("NVML sees no GPU".into()))
     } else {
         Ok(format!("{count} device(s): {}", names.join(", ")))
     }

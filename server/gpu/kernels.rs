@@ -5,9 +5,10 @@
 
 use std::path::Path;
 
-use cudarc::nvrtc::{CompileOptions, Ptx, compile_ptx_with_opts};
+use cudarc::nvrtc::{CompileError, CompileOptions, Ptx, compile_ptx_with_opts};
 
-use super::libs::{Library, guarded};
+use super::error::GpuError;
+use super::loader::{Library, guarded};
 
 /// The shared header every kernel file includes.
 pub const COMMON: &str = include_str!("../../kernels/common.cuh");
@@ -110,16 +111,14 @@ pub fn arch_for(major: i32, minor: i32) -> Option<&'static str> {
 }
 
 /// Compiles `file` to PTX for `arch` (e.g. `compute_80`). Errors carry NVRTC's log.
-pub fn compile(file: &KernelFile, arch: &'static str) -> Result<Ptx, String> {
-    if !Library::Nvrtc.is_present() {
-        return Err(format!(
-            "{} not found: install the CUDA toolkit or the nvidia-cuda-nvrtc-cu12 wheel and add its lib folder to LD_LIBRARY_PATH",
-            Library::Nvrtc.file_name()
-        ));
-    }
+pub fn compile(file: &KernelFile, arch: &'static str) -> Result<Ptx, GpuError> {
+    Library::Nvrtc.require()?;
     let includes = include_paths();
     if includes.is_empty() {
-        return Err("CUDA headers (cuda_fp16.h) not found: set GPULAB_CUDA_INCLUDE to a CUDA include folder".to_string());
+        return Err(GpuError::Missing {
+            library: "CUDA headers (cuda_fp16.h)",
+            hint: "set GPULAB_CUDA_INCLUDE to a CUDA include folder",
+        });
     }
     let options = CompileOptions {
         arch: Some(arch),
@@ -129,8 +128,13 @@ pub fn compile(file: &KernelFile, arch: &'static str) -> Result<Ptx, String> {
         ..Default::default()
     };
     let source = full_source(file);
-    guarded(move || compile_ptx_with_opts(source, options))?
-        .map_err(|e| format!("NVRTC could not compile {}: {e}", file.name))
+    guarded(move || compile_ptx_with_opts(source, options))?.map_err(|e| GpuError::Compile {
+        file: file.name,
+        log: match e {
+            CompileError::CompileError { log, .. } => log.to_string_lossy().trim().to_string(),
+            other => other.to_string(),
+        },
+    })
 }
 
 #[cfg(test)]

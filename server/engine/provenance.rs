@@ -1,0 +1,66 @@
+//! Where a result came from, stamped on every result: the backend and device, the
+//! driver and link, how busy the GPU was with other processes, how it was measured, and
+//! how long the job took. A result without its provenance is a number without a unit.
+
+use serde::Serialize;
+
+use crate::gpu::DeviceCard;
+
+/// The provenance attached to a result as `result.provenance`.
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+pub struct Provenance {
+    /// `cuda` or `cpu`.
+    pub backend: &'static str,
+    /// Device (or CPU) name.
+    pub device: String,
+    /// NVIDIA driver version, GPU only.
+    pub driver_version: Option<String>,
+    /// CUDA version the driver supports, GPU only.
+    pub cuda_version: Option<String>,
+    /// PCIe generation and width as `gen4 x16`, GPU only.
+    pub pcie: Option<String>,
+    /// Maximum SM clock in MHz, GPU only.
+    pub sm_clock_max_mhz: Option<u32>,
+    /// Other processes on the GPU when the job started (NVML), GPU only.
+    pub other_gpu_processes: Option<usize>,
+    /// How it was measured.
+    pub method: String,
+    /// Wall time the job took, in seconds.
+    pub seconds: f64,
+}
+
+impl Provenance {
+    /// The provenance of a job that ran on `card`.
+    pub fn new(
+        card: &DeviceCard,
+        other_gpu_processes: Option<usize>,
+        method: String,
+        seconds: f64,
+    ) -> Self {
+        Self {
+            backend: card.kind,
+            device: card.name.clone(),
+            driver_version: card.driver_version.clone(),
+            cuda_version: card.cuda_driver_version.clone(),
+            pcie: card
+                .pcie
+                .as_ref()
+                .map(|p| format!("gen{} x{}", p.generation, p.width)),
+            sm_clock_max_mhz: card.sm_clock_max_mhz,
+            other_gpu_processes,
+            method,
+            seconds,
+        }
+    }
+
+    /// `result` with this provenance added as its `provenance` field.
+    pub fn attach(&self, mut result: serde_json::Value) -> serde_json::Value {
+        if let Some(object) = result.as_object_mut() {
+            object.insert(
+                "provenance".into(),
+                serde_json::to_value(self).unwrap_or_default(),
+            );
+        }
+        result
+    }
+}

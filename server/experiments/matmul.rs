@@ -1,0 +1,389 @@
+//! Experiment: the CPU/GPU matmul crossover (lesson 1). Square FP32 matrix products from
+//! 16 × 16 up to the cap, timed on the CPU (multithreaded SGEMM) and, when there is one,
+//! on the GPU (cuBLAS through `gpu::blas`, CUDA events), with and without copying the
+//! inputs in first. The crossover is the first size from which the GPU stays faster.
+
+use std::fmt::Write as _;
+use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
+
+use super::selftest::{Check, checked, max_rel_diff, no_gpu};
+use super::{Experiment, ExperimentError, Rule};
+use crate::config::Limits;
+use crate::cpu;
+use crate::gpu::{Blas, Compute, DeviceBuffer, Gpu, Operand, Output};
+use crate::measure::{Deadline, HostClock, Reps, Summary, repeat};
+
+/// Sizes tried, smallest first.
+pub const SIZES: &[usize] = &[16, 32, 64, 128, 256, 512, 1024, 2048, 4096];
+/// One warm-up, then timed repetitions per size.
+pub const REPS: Reps = Reps {
+    warmups: 1,
+    timed: 5,
+};
+/// A CPU size whose warm-up product takes longer than this ends the CPU sweep.
+pub const CPU_SLOW: Duration = Duration::from_secs(3);
+/// Smallest matrix side accepted.
+pub const MIN_SIZE: usize = 16;
+
+/// What the student asks for.
+#[derive(Debug, Clone, Deserialize, Serialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct MatmulParams {
+    /// Largest matrix side (capped by the server).
+    pub max_size: usize,
+}
+
+impl Default for MatmulParams {
+    fn default() -> Self {
+        Self { max_size: 4096 }
+    }
+}
+
+/// One size.
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+pub struct MatmulRow {
+    /// Matrix side n (n × n times n × n).
+    pub size: usize,
+    /// FLOP per product: 2n³.
+    pub flop: f64,
+    /// CPU milliseconds per product; `None` when skipped as too slow.
+    pub cpu_ms: Option<Summary>,
+    /// GPU milliseconds per product, data already on the GPU.
+    pub gpu_ms: Option<Summary>,
+    /// GPU milliseconds including copying both inputs from host memory first.
+    pub gpu_with_copy_ms: Option<Summary>,
+}
+
+/// The sweep.
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+pub struct MatmulResult {
+    /// One row per size.
+    pub rows: Vec<MatmulRow>,
+    /// First size from which the GPU (data resident) beats the CPU at every larger size.
+    pub crossover_size: Option<usize>,
+    /// The same, counting the copy in.
+    pub crossover_with_copy_size: Option<usize>,
+    /// Largest |GPU − CPU| element difference at 256 × 256, when both ran.
+    pub max_abs_diff_vs_cpu: Option<f64>,
+}
+
+fn sizes(max: usize) -> Vec<usize> {
+    SIZES.iter().copied().filter(|s| *s <= max).collect()
+}
+
+/// CPU milliseconds per n × n product, or `None` when one product is too slow.
+fn time_cpu(n: usize, deadline: &Deadline) -> Result<Option<Summary>, ExperimentError> {
+    let a = cpu::random_matrix(n * n, 1);
+    let b = cpu::random_matrix(n * n, 2);
+    let mut c = vec![0.0f32; n * n];
+    let warm = Instant::now();
+    cpu::sgemm(n, &a, &b, &mut c);
+    if warm.elapsed() > CPU_SLOW {
+        return Ok(None);
+    }
+    let reps = Reps { warmups: 0, ..REPS };
+    let ms = repeat::<_, ExperimentError>(&mut HostClock::default(), reps, deadline, || {
+        cpu::sgemm(n, &a, &b, &mut c);
+        std::hint::black_box(&c);
+        Ok(())
+    })?;
+    Ok(Some(ms))
+}
+
+/// First size from which the GPU's time (`gpu`) beats the CPU at this and every larger size.
+fn crossover(rows: &[MatmulRow], gpu: impl Fn(&MatmulRow) -> Option<f64>) -> Option<usize> {
+    let mut answer = None;
+    for row in rows.iter().rev() {
+        match (gpu(row), row.cpu_ms) {
+            (Some(g), Some(c)) if g < c.median => answer = Some(row.size),
+            (Some(_), Some(_)) => break,
+            _ => {}
+        }
+    }
+    answer
+}
+
+fn sweep(
+    mut gpu: Option<&mut Gpu>,
+    params: &MatmulParams,
+    deadline: &Deadline,
+) -> Result<MatmulResult, ExperimentError> {
+    let mut rows = Vec::new();
+    let mut cpu_too_slow = false;
+    for n in sizes(params.max_size) {
+        deadline.check()?;
+        let cpu_ms = if cpu_too_slow {
+            None
+        } else {
+            time_cpu(n, deadline)?
+        };
+        cpu_too_slow |= cpu_ms.is_none();
+        let (gpu_ms, gpu_with_copy_ms) = match gpu.as_deref_mut() {
+            Some(gpu) => {
+                let (resident, with_copy) = time_gpu(gpu, n, deadline)?;
+                (Some(resident), Some(with_copy))
+            }
+            None => (None, None),
+        };
+        rows.push(MatmulRow {
+            size: n,
+            flop: 2.0 * (n as f64).powi(3),
+            cpu_ms,
+            gpu_ms,
+            gpu_with_copy_ms,
+        });
+    }
+    let max_abs_diff_vs_cpu = match gpu {
+        Some(gpu) if params.max_size >= 256 => {
+            let (gpu_c, cpu_c) = products(gpu, 256)?;
+            Some(
+                gpu_c
+                    .iter()
+                    .zip(&cpu_c)
+                    .map(|(g, c)| f64::from((g - c).abs()))
+                    .fold(0.0, f64::max),
+            )
+        }
+        _ => None,
+    };
+    Ok(MatmulResult {
+        crossover_size: crossover(&rows, |r| r.gpu_ms.map(|s| s.median)),
+        crossover_with_copy_size: crossover(&rows, |r| r.gpu_with_copy_ms.map(|s| s.median)),
+        rows,
+        max_abs_diff_vs_cpu,
+    })
+}
+
+fn sgemm(
+    blas: &Blas,
+    n: usize,
+    a: &DeviceBuffer<f32>,
+    b: &DeviceBuffer<f32>,
+    c: &mut DeviceBuffer<f32>,
+) -> Result<(), ExperimentError> {
+    blas.gemm(
+        Operand::new(a, n, n),
+        Operand::new(b, n, n),
+        Output::new(c, n, n),
+        Compute::F32,
+    )?;
+    Ok(())
+}
+
+/// GPU milliseconds per product with the inputs resident, and with both inputs copied
+/// from host memory first.
+fn time_gpu(
+    gpu: &mut Gpu,
+    n: usize,
+    deadline: &Deadline,
+) -> Result<(Summary, Summary), ExperimentError> {
+    let stream = gpu.stream().clone();
+    let host_a = cpu::random_matrix(n * n, 1);
+    let host_b = cpu::random_matrix(n * n, 2);
+    let mut a = stream.upload(&host_a)?;
+    let mut b = stream.upload(&host_b)?;
+    let mut c = stream.zeros::<f32>(n * n)?;
+    let blas = gpu.blas()?;
+    let mut clock = gpu.event_clock()?;
+    let resident = repeat(&mut clock, REPS, deadline, || {
+        sgemm(&blas, n, &a, &b, &mut c)
+    })?;
+    let with_copy = repeat(&mut clock, REPS, deadline, || {
+        stream.copy_to_device(&host_a, &mut a)?;
+        stream.copy_to_device(&host_b, &mut b)?;
+        sgemm(&blas, n, &a, &b, &mut c)
+    })?;
+    Ok((resident, with_copy))
+}
+
+/// The same n × n product on the GPU and the CPU.
+fn products(gpu: &mut Gpu, n: usize) -> Result<(Vec<f32>, Vec<f32>), ExperimentError> {
+    let stream = gpu.stream().clone();
+    let host_a = cpu::random_matrix(n * n, 3);
+    let host_b = cpu::random_matrix(n * n, 4);
+    let mut cpu_c = vec![0.0f32; n * n];
+    cpu::sgemm(n, &host_a, &host_b, &mut cpu_c);
+    let (a, b) = (stream.upload(&host_a)?, stream.upload(&host_b)?);
+    let mut c = stream.zeros::<f32>(n * n)?;
+    let blas = gpu.blas()?;
+    sgemm(&blas, n, &a, &b, &mut c)?;
+    Ok((stream.download(&c)?, cpu_c))
+}
+
+/// The experiment.
+pub struct Matmul;
+
+impl Experiment for Matmul {
+    const NAME: &'static str = "matmul";
+    const DIRECTIVE: &'static str = "matmul-crossover";
+    const LESSON: &'static str = "why-gpus";
+    const TITLE: &'static str = "CPU against GPU matmul crossover";
+    const SUMMARY: &'static str =
+        "Square FP32 matmuls from 16 to max_size on the CPU and the GPU, with the crossover size";
+    type Params = MatmulParams;
+    type Output = MatmulResult;
+
+    fn rules(limits: &Limits) -> Vec<Rule> {
+        vec![Rule::Range {
+            field: "max_size",
+            min: MIN_SIZE as u64,
+            max: limits.max_matmul_size as u64,
+            cap: true,
+        }]
+    }
+
+    fn method(_: &MatmulParams) -> String {
+        format!(
+            "square FP32 products; CPU: multithreaded SGEMM (ndarray/matrixmultiply), host clock; GPU: cuBLAS gemm_ex (FP32) timed with CUDA events, with and without copying both inputs from pageable host memory first; {} warm-up, median of {} repetitions",
+            REPS.warmups, REPS.timed
+        )
+    }
+
+    fn run_gpu(
+        gpu: &mut Gpu,
+        params: &MatmulParams,
+        deadline: &Deadline,
+    ) -> Result<MatmulResult, ExperimentError> {
+        sweep(Some(gpu), params, deadline)
+    }
+
+    fn run_cpu(
+        params: &MatmulParams,
+        deadline: &Deadline,
+    ) -> Result<MatmulResult, ExperimentError> {
+        sweep(None, params, deadline)
+    }
+
+    fn table(_: &MatmulParams, r: &MatmulResult) -> String {
+        let ms = |s: Option<Summary>| s.map_or("—".to_string(), |s| format!("{:.3}", s.median));
+        let mut out = String::new();
+        let _ = writeln!(
+            out,
+            "Square FP32 matmul, median ms per product ({} repetitions)",
+            REPS.timed
+        );
+        let _ = writeln!(
+            out,
+            "{:>6}  {:>12}  {:>12}  {:>16}",
+            "n", "CPU ms", "GPU ms", "GPU+copy ms"
+        );
+        for row in &r.rows {
+            let _ = writeln!(
+                out,
+                "{:>6}  {:>12}  {:>12}  {:>16}",
+                row.size,
+                ms(row.cpu_ms),
+                ms(row.gpu_ms),
+                ms(row.gpu_with_copy_ms)
+            );
+        }
+        let _ = writeln!(
+            out,
+            "GPU wins from n = {:?} (data on the GPU), {:?} (copy included)",
+            r.crossover_size, r.crossover_with_copy_size
+        );
+        out
+    }
+
+    fn describe(params: &MatmulParams) -> String {
+        format!(
+            "Times square matrix multiplications from 16 × 16 up to {0} × {0} on this server's CPU and GPU and marks the size where the GPU starts winning. Small sizes lose to launch and copy overhead.",
+            crate::format::thousands(params.max_size as f64)
+        )
+    }
+
+    fn selftest(gpu: Option<&mut Gpu>) -> Vec<Check> {
+        let n = 96;
+        let (a, b) = (cpu::random_matrix(n * n, 5), cpu::random_matrix(n * n, 6));
+        let mut c = vec![0.0f32; n * n];
+        cpu::sgemm(n, &a, &b, &mut c);
+        let mut reference = vec![0.0f64; n * n];
+        cpu::dgemm(n, &cpu::to_f64(&a), &cpu::to_f64(&b), &mut reference);
+        let diff = max_rel_diff(&cpu::to_f64(&c), &reference);
+        let mut checks = vec![Check::expect(
+            "matmul: CPU SGEMM vs FP64 reference (n = 96)",
+            diff < 1e-5,
+            format!("max relative difference {diff:.2e} (tolerance 1e-5)"),
+        )];
+        match gpu {
+            Some(gpu) => checks.push(checked(
+                "matmul: cuBLAS SGEMM vs CPU SGEMM (n = 256)",
+                products(gpu, 256),
+                |(g, c)| {
+                    let d = max_rel_diff(&cpu::to_f64(g), &cpu::to_f64(c));
+                    (
+                        d < 1e-4,
+                        format!("max relative difference {d:.2e} (tolerance 1e-4)"),
+                    )
+                },
+            )),
+            None => checks.push(no_gpu("matmul: cuBLAS SGEMM vs CPU SGEMM")),
+        }
+        checks
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(size: usize, cpu: f64, gpu: f64) -> MatmulRow {
+        let s = |m| {
+            Some(Summary {
+                median: m,
+                min: m,
+                max: m,
+                samples: 1,
+            })
+        };
+        MatmulRow {
+            size,
+            flop: 0.0,
+            cpu_ms: s(cpu),
+            gpu_ms: s(gpu),
+            gpu_with_copy_ms: None,
+        }
+    }
+
+    #[test]
+    fn the_crossover_is_where_the_gpu_keeps_winning() {
+        let rows = vec![
+            row(16, 0.01, 0.02),
+            row(32, 0.05, 0.03),
+            row(64, 0.1, 0.2),
+            row(128, 1.0, 0.3),
+            row(256, 8.0, 0.5),
+        ];
+        assert_eq!(crossover(&rows, |r| r.gpu_ms.map(|s| s.median)), Some(128));
+        assert_eq!(
+            crossover(&rows, |r| r.gpu_with_copy_ms.map(|s| s.median)),
+            None
+        );
+    }
+
+    #[test]
+    fn the_cpu_sweep_times_every_size_up_to_the_cap() {
+        let result = Matmul::run_cpu(
+            &MatmulParams { max_size: 128 },
+            &Deadline::after(Duration::from_secs(60)),
+        )
+        .unwrap();
+        assert_eq!(
+            result.rows.iter().map(|r| r.size).collect::<Vec<_>>(),
+            vec![16, 32, 64, 128]
+        );
+        for r in &result.rows {
+            let ms = r.cpu_ms.unwrap();
+            assert!(ms.median > 0.0 && r.gpu_ms.is_none());
+        }
+        let small = result.rows[0].cpu_ms.unwrap().median;
+        let large = result.rows[3].cpu_ms.unwrap().median;
+        assert!(
+            large > small,
+            "a 128 product ({large} ms) takes longer than a 16 one ({small} ms)"
+        );
+        assert_eq!(result.crossover_size, None);
+    }
+}

@@ -1,0 +1,403 @@
+//! The training run's model and its CPU implementation: the synthetic tickets, the
+//! MLP and its initialisation, the forward and backward pass, SGD and Adam. This is the
+//! reference the GPU path must agree with: the same data, the same initialisation, the
+//! same update rules, step for step.
+
+use std::time::Instant;
+
+use half::bf16;
+
+use super::{LossPoint, Optim, TrainParams, TrainPrecision, TrainResult};
+use crate::cpu::{Mat, gemm};
+use crate::measure::{Deadline, summarize};
+
+/// Features per ticket (a pooled embedding of its tokens).
+pub const FEATURES: usize = 32;
+/// The three actions.
+pub const CLASSES: usize = 3;
+/// Tickets in the synthetic data set.
+pub const DATASET: usize = 4096;
+/// Steps of the two extra runs that price reading the loss every step.
+pub const LOGGING_PROBE_STEPS: usize = 20;
+
+/// The synthetic tickets: features in [-1, 1) and labels from a fixed teacher rule.
+pub struct Tickets {
+    /// DATASET × FEATURES, row-major.
+    pub x: Vec<f32>,
+    /// DATASET labels in 0..3.
+    pub y: Vec<usize>,
+}
+
+impl Tickets {
+    /// The same tickets on every run and every backend.
+    pub fn generate() -> Self {
+        let x = crate::cpu::random_matrix(DATASET * FEATURES, 11);
+        let teacher = crate::cpu::random_matrix(FEATURES * CLASSES, 12);
+        let y = (0..DATASET)
+            .map(|i| {
+                let row = &x[i * FEATURES..(i + 1) * FEATURES];
+                let score = |c: usize| {
+                    (0..FEATURES)
+                        .map(|f| row[f] * teacher[f * CLASSES + c])
+                        .sum::<f32>()
+                };
+                (0..CLASSES)
+                    .max_by(|a, b| score(*a).total_cmp(&score(*b)))
+                    .unwrap_or(0)
+            })
+            .collect();
+        Self { x, y }
+    }
+
+    /// Batch `step`: `batch` consecutive tickets, wrapping around.
+    pub fn batch(&self, step: usize, batch: usize) -> (Vec<f32>, Vec<usize>) {
+        let start = (step * batch) % DATASET;
+        let idx: Vec<usize> = (0..batch).map(|i| (start + i) % DATASET).collect();
+        let x = idx
+            .iter()
+            .flat_map(|&i| self.x[i * FEATURES..(i + 1) * FEATURES].iter().copied())
+            .collect();
+        (x, idx.iter().map(|&i| self.y[i]).collect())
+    }
+}
+
+/// The model's parameters (FP32 master weights).
+#[derive(Debug, Clone)]
+pub struct Mlp {
+    /// FEATURES × hidden.
+    pub w1: Vec<f32>,
+    /// hidden.
+    pub b1: Vec<f32>,
+    /// hidden × CLASSES.
+    pub w2: Vec<f32>,
+    /// CLASSES.
+    pub b2: Vec<f32>,
+    /// Hidden width.
+    pub hidden: usize,
+}
+
+impl Mlp {
+    /// PyTorch-style uniform(±1/√fan_in) initialisation from a fixed seed.
+    pub fn init(hidden: usize) -> Self {
+        let scale = |v: Vec<f32>, fan_in: usize| {
+            v.into_iter()
+                .map(|x| x / (fan_in as f32).sqrt())
+                .collect::<Vec<_>>()
+        };
+        Self {
+            w1: scale(crate::cpu::random_matrix(FEATURES * hidden, 21), FEATURES),
+            b1: scale(crate::cpu::random_matrix(hidden, 22), FEATURES),
+            w2: scale(crate::cpu::random_matrix(hidden * CLASSES, 23), hidden),
+            b2: scale(crate::cpu::random_matrix(CLASSES, 24), hidden),
+            hidden,
+        }
+    }
+
+    /// Parameters as slices, in a fixed order (for optimisers and checks).
+    pub fn tensors_mut(&mut self) -> [&mut Vec<f32>; 4] {
+        [&mut self.w1, &mut self.b1, &mut self.w2, &mut self.b2]
+    }
+}
+
+fn round_bf16(v: &[f32]) -> Vec<f32> {
+    v.iter().map(|x| bf16::from_f32(*x).to_f32()).collect()
+}
+
+/// Loss and gradients (same order as [`Mlp::tensors_mut`]) for one batch.
+pub fn loss_and_grads(model: &Mlp, x: &[f32], y: &[usize], bf16_ops: bool) -> (f32, [Vec<f32>; 4]) {
+    let (b, h) = (y.len(), model.hidden);
+    let cast = |v: &[f32]| if bf16_ops { round_bf16(v) } else { v.to_vec() };
+    let (x, w1, w2) = (cast(x), cast(&model.w1), cast(&model.w2));
+    let mut z1 = vec![0.0; b * h];
+    gemm(
+        Mat::new(&x, b, FEATURES),
+        Mat::new(&w1, FEATURES, h),
+        0.0,
+        &mut z1,
+    );
+    for row in z1.chunks_mut(h) {
+        row.iter_mut()
+            .zip(&model.b1)
+            .for_each(|(z, bias)| *z += bias);
+    }
+    let a1: Vec<f32> = cast(&z1.iter().map(|z| z.max(0.0)).collect::<Vec<_>>());
+    let mut z2 = vec![0.0; b * CLASSES];
+    gemm(Mat::new(&a1, b, h), Mat::new(&w2, h, CLASSES), 0.0, &mut z2);
+    // Softmax cross-entropy in FP32 (losses stay in FP32 under mixed precision).
+    let mut loss = 0.0f64;
+    let mut dz2 = vec![0.0f32; b * CLASSES];
+    for i in 0..b {
+        let logits: Vec<f32> = (0..CLASSES)
+            .map(|c| z2[i * CLASSES + c] + model.b2[c])
+            .collect();
+        let max = logits.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+        let exps: Vec<f32> = logits.iter().map(|l| (l - max).exp()).collect();
+        let sum: f32 = exps.iter().sum();
+        loss += f64::from(sum.ln() + max - logits[y[i]]);
+        for c in 0..CLASSES {
+            let p = exps[c] / sum;
+            dz2[i * CLASSES + c] = (p - if c == y[i] { 1.0 } else { 0.0 }) / b as f32;
+        }
+    }
+    let mut dw2 = vec![0.0; h * CLASSES];
+    gemm(
+        Mat::new(&a1, b, h).t(),
+        Mat::new(&dz2, b, CLASSES),
+        0.0,
+        &mut dw2,
+    );
+    let db2: Vec<f32> = (0..CLASSES)
+        .map(|c| (0..b).map(|i| dz2[i * CLASSES + c]).sum())
+        .collect();
+    let mut da1 = vec![0.0; b * h];
+    gemm(
+        Mat::new(&dz2, b, CLASSES),
+        Mat::new(&w2, h, CLASSES).t(),
+        0.0,
+        &mut da1,
+    );
+    let dz1: Vec<f32> = da1
+        .iter()
+        .zip(&z1)
+        .map(|(g, z)| if *z > 0.0 { *g } else { 0.0 })
+        .collect();
+    let mut dw1 = vec![0.0; FEATURES * h];
+    gemm(
+        Mat::new(&x, b, FEATURES).t(),
+        Mat::new(&dz1, b, h),
+        0.0,
+        &mut dw1,
+    );
+    let db1: Vec<f32> = (0..h)
+        .map(|j| (0..b).map(|i| dz1[i * h + j]).sum())
+        .collect();
+    ((loss / b as f64) as f32, [dw1, db1, dw2, db2])
+}
+
+/// SGD or Adam state.
+pub struct Optimizer {
+    adam: bool,
+    lr: f32,
+    t: i32,
+    m: Vec<Vec<f32>>,
+    v: Vec<Vec<f32>>,
+}
+
+impl Optimizer {
+    /// Fresh state for `model`.
+    pub fn new(params: &TrainParams, model: &Mlp) -> Self {
+        let zeros = || {
+            vec![
+                vec![0.0; model.w1.len()],
+                vec![0.0; model.b1.len()],
+                vec![0.0; model.w2.len()],
+                vec![0.0; model.b2.len()],
+            ]
+        };
+        Self {
+            adam: params.optimizer == Optim::Adam,
+            lr: params.lr(),
+            t: 0,
+            m: zeros(),
+            v: zeros(),
+        }
+    }
+
+    /// One update of `model` with `grads`.
+    pub fn step(&mut self, model: &mut Mlp, grads: &[Vec<f32>; 4]) {
+        self.t += 1;
+        let (b1, b2, eps) = (0.9f32, 0.999f32, 1e-8f32);
+        let (c1, c2) = (1.0 - b1.powi(self.t), 1.0 - b2.powi(self.t));
+        for (k, param) in model.tensors_mut().into_iter().enumerate() {
+            for (i, p) in param.iter_mut().enumerate() {
+                let g = grads[k][i];
+                if self.adam {
+                    self.m[k][i] = b1 * self.m[k][i] + (1.0 - b1) * g;
+                    self.v[k][i] = b2 * self.v[k][i] + (1.0 - b2) * g * g;
+                    *p -= self.lr * (self.m[k][i] / c1) / ((self.v[k][i] / c2).sqrt() + eps);
+                } else {
+                    *p -= self.lr * g;
+                }
+            }
+        }
+    }
+}
+
+/// Trains on the CPU.
+pub fn run_cpu(
+    params: &TrainParams,
+    deadline: &Deadline,
+) -> Result<TrainResult, super::ExperimentError> {
+    let data = Tickets::generate();
+    let bf16_ops = params.precision == TrainPrecision::Bf16;
+    let mut model = Mlp::init(params.hidden);
+    let mut opt = Optimizer::new(params, &model);
+    let mut curve = Vec::new();
+    let mut step_times = Vec::with_capacity(params.steps);
+    for step in 0..params.steps {
+        deadline.check()?;
+        let start = Instant::now();
+        let (x, y) = data.batch(step, params.batch);
+        let (loss, grads) = loss_and_grads(&model, &x, &y, bf16_ops);
+        opt.step(&mut model, &grads);
+        step_times.push(start.elapsed().as_secs_f64() * 1e3);
+        if (step + 1) % params.log_every == 0 || step + 1 == params.steps {
+            curve.push(LossPoint {
+                step: step + 1,
+                loss,
+            });
+        }
+    }
+    let step_ms = summarize(&step_times)
+        .ok_or_else(|| super::ExperimentError::Failed("the run took no steps".into()))?;
+    // On the CPU the loss is already a host number, so reading it costs nothing extra:
+    // measure both logging styles anyway, as on the GPU, and report what was measured.
+    let probe = params.steps.min(LOGGING_PROBE_STEPS);
+    let timed = |read_every: usize| {
+        let mut m = Mlp::init(params.hidden);
+        let mut o = Optimizer::new(params, &m);
+        let start = Instant::now();
+        let mut seen = 0.0f32;
+        for step in 0..probe {
+            let (x, y) = data.batch(step, params.batch);
+            let (loss, grads) = loss_and_grads(&m, &x, &y, bf16_ops);
+            o.step(&mut m, &grads);
+            if (step + 1) % read_every == 0 {
+                seen += std::hint::black_box(loss);
+            }
+        }
+        std::hint::black_box(seen);
+        start.elapsed().as_secs_f64() * 1e3 / probe as f64
+    };
+    let read_every_step_ms = timed(1);
+    let read_every_n_ms = timed(params.log_every.min(probe).max(1));
+    Ok(TrainResult {
+        params: params.clone(),
+        loss_curve: curve,
+        samples_per_sec: params.batch as f64 / (step_ms.median / 1e3),
+        step_ms,
+        accuracy: accuracy(&model, &data),
+        read_every_step_ms,
+        read_every_n_ms,
+    })
+}
+
+/// The selftest's finite-difference check of the CPU backward pass: the reference
+/// every GPU gradient is compared with must itself be right.
+pub fn gradient_check() -> crate::experiments::Check {
+    let data = Tickets::generate();
+    let model = Mlp::init(6);
+    let (x, y) = data.batch(3, 5);
+    let (_, grads) = loss_and_grads(&model, &x, &y, false);
+    let eps = 1e-2f32;
+    let mut worst = (0.0f32, String::new());
+    let mut ok = true;
+    for (k, i) in [(0, 0), (0, 17), (1, 2), (2, 5), (2, 11), (3, 1)] {
+        let mut plus = model.clone();
+        plus.tensors_mut()[k][i] += eps;
+        let mut minus = model.clone();
+        minus.tensors_mut()[k][i] -= eps;
+        let numeric = (loss_and_grads(&plus, &x, &y, false).0
+            - loss_and_grads(&minus, &x, &y, false).0)
+            / (2.0 * eps);
+        let analytic = grads[k][i];
+        let gap = (numeric - analytic).abs();
+        ok &= gap <= 2e-3 + 0.05 * analytic.abs();
+        if gap >= worst.0 {
+            worst = (
+                gap,
+                format!("tensor {k}[{i}]: numeric {numeric:.5} vs analytic {analytic:.5}"),
+            );
+        }
+    }
+    crate::experiments::Check::expect(
+        "training: CPU gradients vs finite differences",
+        ok,
+        format!("largest gap at {}", worst.1),
+    )
+}
+
+/// Share of the synthetic tickets the model classifies correctly.
+pub fn accuracy(model: &Mlp, data: &Tickets) -> f64 {
+    let h = model.hidden;
+    let mut z1 = vec![0.0; DATASET * h];
+    gemm(
+        Mat::new(&data.x, DATASET, FEATURES),
+        Mat::new(&model.w1, FEATURES, h),
+        0.0,
+        &mut z1,
+    );
+    let a1: Vec<f32> = z1
+        .chunks(h)
+        .flat_map(|row| {
+            row.iter()
+                .zip(&model.b1)
+                .map(|(z, b)| (z + b).max(0.0))
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    let mut z2 = vec![0.0; DATASET * CLASSES];
+    gemm(
+        Mat::new(&a1, DATASET, h),
+        Mat::new(&model.w2, h, CLASSES),
+        0.0,
+        &mut z2,
+    );
+    let correct = (0..DATASET)
+        .filter(|&i| {
+            let logit = |c: usize| z2[i * CLASSES + c] + model.b2[c];
+            (0..CLASSES).max_by(|a, b| logit(*a).total_cmp(&logit(*b))) == Some(data.y[i])
+        })
+        .count();
+    correct as f64 / DATASET as f64
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    fn params(optimizer: Optim, precision: TrainPrecision, steps: usize) -> TrainParams {
+        TrainParams {
+            batch: 64,
+            hidden: 32,
+            steps,
+            log_every: 10,
+            precision,
+            optimizer,
+        }
+    }
+
+    #[test]
+    fn gradients_match_finite_differences() {
+        let check = gradient_check();
+        assert!(!check.failed(), "{check:?}");
+    }
+
+    #[test]
+    fn training_lowers_the_loss_for_every_optimizer_and_precision() {
+        for (opt, prec) in [
+            (Optim::Adam, TrainPrecision::Fp32),
+            (Optim::Sgd, TrainPrecision::Fp32),
+            (Optim::Adam, TrainPrecision::Bf16),
+        ] {
+            let r = run_cpu(
+                &params(opt, prec, 150),
+                &Deadline::after(Duration::from_secs(60)),
+            )
+            .unwrap();
+            let (first, last) = (r.loss_curve[0].loss, r.loss_curve.last().unwrap().loss);
+            assert!(
+                last < first * 0.8,
+                "{opt:?}/{prec:?}: loss {first} -> {last}"
+            );
+            assert!(
+                r.accuracy > 0.6,
+                "{opt:?}/{prec:?}: accuracy {}",
+                r.accuracy
+            );
+            assert_eq!(r.loss_curve.len(), 15);
+            assert!(r.samples_per_sec > 0.0);
+        }
+    }
+}

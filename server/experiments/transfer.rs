@@ -1,0 +1,344 @@
+//! Experiment: host↔device transfer bandwidth (lesson 4). Follows nvbandwidth's method:
+//! pinned buffers from `cuMemHostAlloc` with flags 0 (not write-combined), timing
+//! events with `CU_EVENT_DEFAULT`, a warm-up, several copies per sample, several
+//! samples, the median and spread reported, GB = 1e9 bytes. Pageable copies are timed
+//! with a host clock stopped after the stream drains. The CPU backend measures `memcpy`
+//! bandwidth between two host buffers at the same sizes.
+
+use std::fmt::Write as _;
+
+use serde::{Deserialize, Serialize};
+
+use super::selftest::{Check, checked, no_gpu};
+use super::{Experiment, ExperimentError, Rule};
+use crate::config::Limits;
+use crate::gpu::Gpu;
+use crate::measure::{Deadline, HostClock, Reps, Summary, repeat};
+
+/// Smallest size measured.
+pub const MIN_BYTES: u64 = 1024;
+/// Timed samples per size, after one untimed warm-up sample.
+pub const REPS: Reps = Reps {
+    warmups: 1,
+    timed: 7,
+};
+
+/// What the student asks for.
+#[derive(Debug, Clone, Deserialize, Serialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct TransferParams {
+    /// Largest copy in bytes; sizes run from 1 KiB, ×4 each step (capped by the server).
+    pub max_bytes: u64,
+}
+
+impl Default for TransferParams {
+    fn default() -> Self {
+        Self { max_bytes: 1 << 30 }
+    }
+}
+
+/// One measured size in one direction and memory kind.
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+pub struct TransferPoint {
+    /// `h2d`, `d2h`, or `h2h` (CPU backend memcpy).
+    pub direction: &'static str,
+    /// `pinned` or `pageable`.
+    pub memory: &'static str,
+    /// Bytes per copy.
+    pub bytes: u64,
+    /// Bandwidth in GB/s (1e9 bytes per second) over the samples.
+    pub gbps: Summary,
+}
+
+/// The whole sweep.
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+pub struct TransferResult {
+    /// Every measurement.
+    pub points: Vec<TransferPoint>,
+    /// The PCIe link's theoretical one-direction peak in GB/s, when known.
+    pub link_peak_gbps: Option<f64>,
+}
+
+/// Sizes from 1 KiB up to `max_bytes`, ×4 each step, ending at `max_bytes`.
+pub fn sizes(max_bytes: u64) -> Vec<u64> {
+    let mut sizes = Vec::new();
+    let mut size = MIN_BYTES;
+    while size < max_bytes {
+        sizes.push(size);
+        size *= 4;
+    }
+    sizes.push(max_bytes.max(MIN_BYTES));
+    sizes
+}
+
+/// Copies per sample: enough that small copies are not all launch overhead.
+pub fn copies_per_sample(bytes: u64) -> usize {
+    (64 * 1024 * 1024 / bytes.max(1)).clamp(1, 32) as usize
+}
+
+fn gigabytes(bytes: u64, copies: usize) -> f64 {
+    bytes as f64 * copies as f64 / 1e9
+}
+
+fn host_buffer(bytes: u64) -> Result<usize, ExperimentError> {
+    usize::try_from(bytes)
+        .map_err(|_| ExperimentError::Failed("size too large for this machine".into()))
+}
+
+/// The experiment.
+pub struct Transfer;
+
+impl Experiment for Transfer {
+    const NAME: &'static str = "transfer";
+    const DIRECTIVE: &'static str = "transfer-benchmark";
+    const LESSON: &'static str = "where-tensors-live";
+    const TITLE: &'static str = "Host-device transfer benchmark";
+    const SUMMARY: &'static str = "Host↔device bandwidth, pinned and pageable, 1 KiB up to max_bytes (memcpy on a CPU server)";
+    type Params = TransferParams;
+    type Output = TransferResult;
+
+    fn rules(limits: &Limits) -> Vec<Rule> {
+        vec![Rule::Range {
+            field: "max_bytes",
+            min: MIN_BYTES,
+            max: limits.max_transfer_bytes,
+            cap: true,
+        }]
+    }
+
+    fn method(_: &TransferParams) -> String {
+        format!(
+            "per size, {} untimed warm-up sample, then {} samples of several back-to-back copies each; pinned copies timed with CUDA events, pageable copies with a host clock around a synchronised stream; median and min/max reported; GB = 1e9 bytes",
+            REPS.warmups, REPS.timed
+        )
+    }
+
+    fn run_cpu(
+        params: &TransferParams,
+        deadline: &Deadline,
+    ) -> Result<TransferResult, ExperimentError> {
+        let max = host_buffer(params.max_bytes)?;
+        let src = vec![1u8; max];
+        let mut dst = vec![0u8; max];
+        let mut clock = HostClock::default();
+        let mut points = Vec::new();
+        for bytes in sizes(params.max_bytes) {
+            let (n, copies) = (bytes as usize, copies_per_sample(bytes));
+            let ms = repeat::<_, ExperimentError>(&mut clock, REPS, deadline, || {
+                for _ in 0..copies {
+                    dst[..n].copy_from_slice(std::hint::black_box(&src[..n]));
+                    std::hint::black_box(&mut dst);
+                }
+                Ok(())
+            })?;
+            points.push(TransferPoint {
+                direction: "h2h",
+                memory: "pageable",
+                bytes,
+                gbps: ms.per_second(gigabytes(bytes, copies)),
+            });
+        }
+        Ok(TransferResult {
+            points,
+            link_peak_gbps: None,
+        })
+    }
+
+    fn run_gpu(
+        gpu: &mut Gpu,
+        params: &TransferParams,
+        deadline: &Deadline,
+    ) -> Result<TransferResult, ExperimentError> {
+        let max = host_buffer(params.max_bytes)?;
+        let stream = gpu.stream().clone();
+        let mut device = stream.zeros::<u8>(max)?;
+        let mut pinned = gpu.pinned::<u8>(max)?;
+        let pinned = pinned.as_mut_slice()?;
+        pinned.fill(1);
+        let mut pageable = vec![1u8; max];
+        let mut events = gpu.event_clock()?;
+        let mut host = gpu.synced_host_clock();
+        let mut points = Vec::new();
+        for bytes in sizes(params.max_bytes) {
+            let (n, copies) = (bytes as usize, copies_per_sample(bytes));
+            for (direction, memory) in [
+                ("h2d", "pinned"),
+                ("d2h", "pinned"),
+                ("h2d", "pageable"),
+                ("d2h", "pageable"),
+            ] {
+                let host_side: &mut [u8] = if memory == "pinned" {
+                    &mut pinned[..n]
+                } else {
+                    &mut pageable[..n]
+                };
+                let work = || -> Result<(), ExperimentError> {
+                    for _ in 0..copies {
+                        if direction == "h2d" {
+                            stream.copy_to_device(host_side, &mut device)?;
+                        } else {
+                            stream.copy_to_host(&device, host_side)?;
+                        }
+                    }
+                    Ok(())
+                };
+                let ms = if memory == "pinned" {
+                    repeat(&mut events, REPS, deadline, work)?
+                } else {
+                    repeat(&mut host, REPS, deadline, work)?
+                };
+                points.push(TransferPoint {
+                    direction,
+                    memory,
+                    bytes,
+                    gbps: ms.per_second(gigabytes(bytes, copies)),
+                });
+            }
+        }
+        Ok(TransferResult {
+            points,
+            link_peak_gbps: gpu.card().pcie.as_ref().map(|p| p.peak_gbps),
+        })
+    }
+
+    fn table(_: &TransferParams, result: &TransferResult) -> String {
+        let mut out = String::new();
+        let _ = writeln!(
+            out,
+            "Transfer bandwidth (GB/s = 1e9 B/s; median [min, max] of {} samples)",
+            REPS.timed
+        );
+        let _ = writeln!(
+            out,
+            "{:>14}  {:>4}  {:>8}  {:>10}  {:>21}",
+            "bytes", "dir", "memory", "median", "spread"
+        );
+        for p in &result.points {
+            let _ = writeln!(
+                out,
+                "{:>14}  {:>4}  {:>8}  {:>10.2}  [{:>8.2}, {:>8.2}]",
+                p.bytes, p.direction, p.memory, p.gbps.median, p.gbps.min, p.gbps.max
+            );
+        }
+        if let Some(peak) = result.link_peak_gbps {
+            let _ = writeln!(
+                out,
+                "PCIe link theoretical peak: {peak:.1} GB/s per direction"
+            );
+        }
+        out
+    }
+
+    fn describe(params: &TransferParams) -> String {
+        format!(
+            "Copies host to device and device to host, from pageable and from pinned memory, at sizes from 1 KiB up to {} bytes, and plots bandwidth in GB/s against size with the link's theoretical peak.",
+            crate::format::thousands(params.max_bytes as f64)
+        )
+    }
+
+    fn selftest(gpu: Option<&mut Gpu>) -> Vec<Check> {
+        let deadline = Deadline::after(std::time::Duration::from_secs(60));
+        let params = TransferParams { max_bytes: 70_000 };
+        let expected = sizes(params.max_bytes);
+        let shape = |r: &TransferResult, per_size: usize| {
+            let bytes: Vec<u64> = r.points.iter().map(|p| p.bytes).collect();
+            let ok = r.points.len() == expected.len() * per_size
+                && expected.iter().all(|s| bytes.contains(s))
+                && r.points.iter().all(|p| {
+                    p.gbps.min > 0.0 && p.gbps.min <= p.gbps.median && p.gbps.median <= p.gbps.max
+                });
+            (
+                ok,
+                format!("{} points over sizes {expected:?}", r.points.len()),
+            )
+        };
+        let mut checks = vec![checked(
+            "transfer: CPU sweep sizes, byte counts and spreads",
+            Transfer::run_cpu(&params, &deadline),
+            |r| shape(r, 1),
+        )];
+        match gpu {
+            Some(gpu) => {
+                checks.push(checked(
+                    "transfer: GPU sweep sizes, byte counts and spreads",
+                    Transfer::run_gpu(gpu, &params, &deadline),
+                    |r| shape(r, 4),
+                ));
+                checks.push(checked(
+                    "transfer: pinned and pageable round trips arrive byte for byte",
+                    round_trips(gpu, (1 << 20) + 123),
+                    |wrong| (*wrong == 0, format!("{wrong} bytes differ")),
+                ));
+            }
+            None => checks.push(no_gpu("transfer: GPU sweep and byte-for-byte round trips")),
+        }
+        checks
+    }
+}
+
+/// Copies a pattern host→device→host through pinned and pageable memory (an odd size,
+/// so copies of part of a buffer are exercised); returns how many bytes came back wrong.
+fn round_trips(gpu: &mut Gpu, bytes: usize) -> Result<usize, ExperimentError> {
+    let pattern: Vec<u8> = (0..bytes).map(|i| (i * 31 % 251) as u8).collect();
+    let stream = gpu.stream().clone();
+    let mut device = stream.zeros::<u8>(bytes + 4096)?;
+    let mut pinned = gpu.pinned::<u8>(bytes)?;
+    let pinned = pinned.as_mut_slice()?;
+    pinned.copy_from_slice(&pattern);
+    stream.copy_to_device(pinned, &mut device)?;
+    pinned.fill(0);
+    stream.copy_to_host(&device, pinned)?;
+    stream.sync()?;
+    let mut wrong = pinned.iter().zip(&pattern).filter(|(a, b)| a != b).count();
+    let mut pageable = pattern.iter().rev().copied().collect::<Vec<u8>>();
+    let reversed = pageable.clone();
+    stream.copy_to_device(&pageable, &mut device)?;
+    pageable.fill(0);
+    stream.copy_to_host(&device, &mut pageable)?;
+    stream.sync()?;
+    wrong += pageable
+        .iter()
+        .zip(&reversed)
+        .filter(|(a, b)| a != b)
+        .count();
+    Ok(wrong)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    #[test]
+    fn sizes_run_from_one_kib_to_the_cap() {
+        assert_eq!(sizes(1024), vec![1024]);
+        assert_eq!(sizes(16 * 1024), vec![1024, 4096, 16384]);
+        let s = sizes(1 << 30);
+        assert_eq!((s[0], *s.last().unwrap(), s.len()), (1024, 1 << 30, 11));
+        assert_eq!(*sizes(10_000).last().unwrap(), 10_000);
+    }
+
+    #[test]
+    fn the_cpu_sweep_measures_real_bandwidth() {
+        let result = Transfer::run_cpu(
+            &TransferParams { max_bytes: 1 << 20 },
+            &Deadline::after(Duration::from_secs(30)),
+        )
+        .unwrap();
+        assert_eq!(result.points.len(), sizes(1 << 20).len());
+        for p in &result.points {
+            assert!(
+                p.gbps.median > 0.0 && p.gbps.min <= p.gbps.median && p.gbps.median <= p.gbps.max
+            );
+            assert_eq!(p.gbps.samples, REPS.timed);
+        }
+    }
+
+    #[test]
+    fn a_past_deadline_stops_the_sweep() {
+        let deadline = Deadline::after(Duration::ZERO);
+        std::thread::sleep(Duration::from_millis(2));
+        let err = Transfer::run_cpu(&TransferParams { max_bytes: 4096 }, &deadline).unwrap_err();
+        assert!(err.to_string().contains("time limit"));
+    }
+}

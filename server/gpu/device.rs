@@ -1,0 +1,310 @@
+//! The CUDA device handle, in the spirit of candle's: one [`Gpu`] owns the primary
+//! context of device 0, its main [`Stream`], NVML for the card, and the compiled
+//! kernels and cuBLAS handle, both created on first use. Experiments get safe methods
+//! only (buffers, copies, streams, clocks, kernels, GEMMs); every `unsafe` call lives in
+//! this folder with its `// SAFETY:` line. A handle is created and used on one engine
+//! worker thread, so no kernel is ever timed while another experiment runs on it.
+
+use std::sync::Arc;
+
+use cudarc::driver::sys::{CUmemorytype, CUpointer_attribute, CUresult};
+use cudarc::driver::{
+    CudaContext, CudaStream, DevicePtr, DeviceRepr, PinnedHostSlice, ValidAsZeroBits,
+};
+use nvml_wrapper::Nvml;
+
+use super::blas::Blas;
+use super::card::{DeviceCard, read_card};
+use super::error::{DriverContext, GpuError};
+use super::launch::Kernels;
+use super::loader::{Library, guarded};
+use super::{kernels, memory::DeviceMemory};
+
+/// A buffer of `T` in device memory (cudarc's `CudaSlice`).
+pub use cudarc::driver::CudaSlice as DeviceBuffer;
+
+/// Element types GPU Lab keeps in device buffers.
+pub trait Element: DeviceRepr + ValidAsZeroBits + Copy + Unpin + Send + 'static {}
+impl Element for f32 {}
+impl Element for f64 {}
+impl Element for half::f16 {}
+impl Element for half::bf16 {}
+impl Element for i32 {}
+impl Element for u8 {}
+
+/// A queue of GPU work. Work on one stream runs in order; work on two streams may
+/// overlap. Everything here only queues work, except where a method says it waits.
+#[derive(Clone)]
+pub struct Stream {
+    inner: Arc<CudaStream>,
+}
+
+impl Stream {
+    pub(super) fn raw(&self) -> &Arc<CudaStream> {
+        &self.inner
+    }
+
+    /// A new device buffer holding a copy of `host`.
+    pub fn upload<T: Element>(&self, host: &[T]) -> Result<DeviceBuffer<T>, GpuError> {
+        self.inner
+            .clone_htod(host)
+            .what("copying to a new device buffer failed")
+    }
+
+    /// A new device buffer of `len` zeros.
+    pub fn zeros<T: Element>(&self, len: usize) -> Result<DeviceBuffer<T>, GpuError> {
+        self.inner
+            .alloc_zeros(len.max(1))
+            .what("device allocation failed")
+    }
+
+    /// The whole buffer, copied to the host (waits for the copy).
+    pub fn download<T: Element>(&self, buffer: &DeviceBuffer<T>) -> Result<Vec<T>, GpuError> {
+        self.inner
+            .clone_dtoh(buffer)
+            .what("copying to the host failed")
+    }
+
+    /// Copies all of `src` into the first `src.len()` elements of `dst`.
+    pub fn copy_to_device<T: Element>(
+        &self,
+        src: &[T],
+        dst: &mut DeviceBuffer<T>,
+    ) -> Result<(), GpuError> {
+        fits(src.len(), dst.len(), "host→device copy")?;
+        self.inner
+            .memcpy_htod(src, &mut dst.slice_mut(..src.len()))
+            .what("host→device copy failed")
+    }
+
+    /// Copies the first `dst.len()` elements of `src` into `dst`.
+    pub fn copy_to_host<T: Element>(
+        &self,
+        src: &DeviceBuffer<T>,
+        dst: &mut [T],
+    ) -> Result<(), GpuError> {
+        fits(dst.len(), src.len(), "device→host copy")?;
+        self.inner
+            .memcpy_dtoh(&src.slice(..dst.len()), dst)
+            .what("device→host copy failed")
+    }
+
+    /// Waits until everything queued on this stream has run.
+    pub fn sync(&self) -> Result<(), GpuError> {
+        self.inner.synchronize().what("synchronising failed")
+    }
+
+    /// A new stream whose work starts only after what is queued here now.
+    pub fn fork(&self) -> Result<Stream, GpuError> {
+        Ok(Stream {
+            inner: self.inner.fork().what("creating a stream failed")?,
+        })
+    }
+
+    /// Makes this stream's later work wait for what is queued on `other` now.
+    pub fn join(&self, other: &Stream) -> Result<(), GpuError> {
+        self.inner.join(&other.inner).what("joining streams failed")
+    }
+}
+
+fn fits(needed: usize, available: usize, what: &str) -> Result<(), GpuError> {
+    if needed <= available {
+        Ok(())
+    } else {
+        Err(GpuError::Shape(format!(
+            "{what} of {needed} elements into a buffer of {available}"
+        )))
+    }
+}
+
+/// An open CUDA device.
+pub struct Gpu {
+    ctx: Arc<CudaContext>,
+    stream: Stream,
+    nvml: Option<Nvml>,
+    arch: &'static str,
+    card: DeviceCard,
+    kernels: Option<Arc<Kernels>>,
+    blas: Option<Arc<Blas>>,
+}
+
+impl Gpu {
+    /// Opens device 0, or says which layer is missing.
+    pub fn open() -> Result<Self, GpuError> {
+        Library::Driver.require()?;
+        let ctx = guarded(|| CudaContext::new(0))?.what("cannot create a CUDA context")?;
+        // Experiments order their streams themselves (fork and join); cudarc's
+        // per-allocation event tracking would only add overhead to what we time.
+        // SAFETY: every buffer is used on the stream it was allocated on, or on a stream
+        // forked from it after the allocation and joined back before it is freed, so the
+        // ordering the tracking events would enforce is already explicit.
+        unsafe { ctx.disable_event_tracking() };
+        let stream = Stream {
+            inner: ctx.default_stream(),
+        };
+        let (major, minor) = ctx
+            .compute_capability()
+            .what("cannot read the compute capability")?;
+        let arch = kernels::arch_for(major, minor).ok_or_else(|| {
+            GpuError::Unsupported(format!(
+                "compute capability {major}.{minor} is older than GPU Lab supports (7.0)"
+            ))
+        })?;
+        let nvml = guarded(Nvml::init).ok().and_then(Result::ok);
+        let card = read_card(&ctx, nvml.as_ref(), major, minor);
+        Ok(Self {
+            ctx,
+            stream,
+            nvml,
+            arch,
+            card,
+            kernels: None,
+            blas: None,
+        })
+    }
+
+    /// What this device is.
+    pub fn card(&self) -> &DeviceCard {
+        &self.card
+    }
+
+    /// The stream every experiment's work goes on unless it forks its own.
+    pub fn stream(&self) -> &Stream {
+        &self.stream
+    }
+
+    /// Every kernel in `kernels/`, compiled by NVRTC and loaded on first use.
+    pub fn kernels(&mut self) -> Result<Arc<Kernels>, GpuError> {
+        if self.kernels.is_none() {
+            self.kernels = Some(Arc::new(Kernels::load(&self.ctx, self.arch)?));
+        }
+        Ok(Arc::clone(self.kernels.as_ref().expect("set above")))
+    }
+
+    /// The cuBLAS handle on the main stream, created on first use.
+    pub fn blas(&mut self) -> Result<Arc<Blas>, GpuError> {
+        if self.blas.is_none() {
+            self.blas = Some(Arc::new(Blas::new(&self.stream)?));
+        }
+        Ok(Arc::clone(self.blas.as_ref().expect("set above")))
+    }
+
+    /// `len` zeroed elements of page-locked host memory, as nvbandwidth allocates them
+    /// (flags 0: not write-combined).
+    pub fn pinned<T: Element>(&self, len: usize) -> Result<PinnedBuffer<T>, GpuError> {
+        // SAFETY: flags 0 asks for plain page-locked memory; the buffer is zero-filled
+        // below, before anything can read it.
+        let mut inner = unsafe { self.ctx.alloc_pinned_with_flags::<T>(len.max(1), 0) }
+            .what("pinned allocation failed")?;
+        inner
+            .as_mut_slice()
+            .what("pinned buffer unavailable")?
+            .iter_mut()
+            .for_each(|x| *x = zero());
+        Ok(PinnedBuffer { inner })
+    }
+
+    /// Device memory for the allocator playground, on this context.
+    pub fn memory(&self) -> DeviceMemory {
+        DeviceMemory::new(Arc::clone(&self.ctx))
+    }
+
+    /// Where the driver says `buffer` lives: `cuda:0` for device memory.
+    pub fn location_of_device<T>(&self, buffer: &DeviceBuffer<T>) -> Result<String, GpuError> {
+        let (address, _sync) = buffer.device_ptr(self.stream.raw());
+        self.location(address)
+    }
+
+    /// Where the driver says `host` lives: `cpu` for memory it never allocated.
+    pub fn location_of_host<T>(&self, host: &[T]) -> Result<String, GpuError> {
+        self.location(host.as_ptr() as u64)
+    }
+
+    fn location(&self, address: u64) -> Result<String, GpuError> {
+        self.ctx.bind_to_thread().what("cannot bind the context")?;
+        let mut kind: u32 = 0;
+        // SAFETY: CU_POINTER_ATTRIBUTE_MEMORY_TYPE writes one unsigned int to `data`,
+        // which points at `kind`; the context is current on this thread (bound above).
+        // For host memory the driver never allocated, it returns an error and writes
+        // nothing, which is the answer "cpu".
+        let status = unsafe {
+            cudarc::driver::sys::cuPointerGetAttribute(
+                (&raw mut kind).cast(),
+                CUpointer_attribute::CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
+                address,
+            )
+        };
+        let device =
+            status == CUresult::CUDA_SUCCESS && kind == CUmemorytype::CU_MEMORYTYPE_DEVICE as u32;
+        Ok(if device { "cuda:0" } else { "cpu" }.to_string())
+    }
+
+    /// ReLU of `input` through the `relu_f32` kernel: a round trip that proves
+    /// compiling, loading, launching and copying back work.
+    pub fn relu(&mut self, input: &[f32]) -> Result<Vec<f32>, GpuError> {
+        let kernels = self.kernels()?;
+        let x = self.stream.upload(input)?;
+        let mut y = self.stream.zeros::<f32>(input.len())?;
+        kernels.relu(&self.stream, &x, &mut y, input.len())?;
+        let mut out = self.stream.download(&y)?;
+        out.truncate(input.len());
+        Ok(out)
+    }
+
+    /// Whether the context still works: a sticky error (illegal address, failed
+    /// launch) makes every later call fail until the context is destroyed.
+    pub fn healthy(&self) -> bool {
+        let probe = || -> Result<(), GpuError> {
+            self.stream.sync()?;
+            let buffer = self.stream.upload(&[1u8])?;
+            self.stream.download(&buffer)?;
+            Ok(())
+        };
+        guarded(probe).is_ok_and(|r| r.is_ok())
+    }
+
+    /// Destroys device 0's primary context (everything allocated in it is gone) and
+    /// opens a fresh handle. Call only after dropping the old handle.
+    pub fn reset_and_open() -> Result<Self, GpuError> {
+        let reset = || -> Result<(), GpuError> {
+            let device = cudarc::driver::result::device::get(0).what("cannot find device 0")?;
+            // SAFETY: `device` is a valid ordinal-0 handle from cuDeviceGet; the reset
+            // invalidates every allocation and module of the primary context, and the
+            // caller has dropped the handle that owned them. Buffers still held
+            // elsewhere (the allocator playground) only see errors when freed later.
+            unsafe { cudarc::driver::sys::cuDevicePrimaryCtxReset_v2(device) }
+                .result()
+                .what("resetting the context failed")
+        };
+        guarded(reset)??;
+        Self::open()
+    }
+
+    /// Other processes using this GPU right now (NVML), when NVML can tell.
+    pub fn other_processes(&self) -> Option<usize> {
+        let nvml = self.nvml.as_ref()?;
+        let device = nvml.device_by_index(0).ok()?;
+        let own = std::process::id();
+        let procs = device.running_compute_processes().ok()?;
+        Some(procs.iter().filter(|p| p.pid != own).count())
+    }
+}
+
+/// Page-locked host memory the GPU copies from directly, without a staging buffer.
+pub struct PinnedBuffer<T> {
+    inner: PinnedHostSlice<T>,
+}
+
+impl<T: Element> PinnedBuffer<T> {
+    /// The memory as a slice, once the GPU has finished with it.
+    pub fn as_mut_slice(&mut self) -> Result<&mut [T], GpuError> {
+        self.inner.as_mut_slice().what("pinned buffer unavailable")
+    }
+}
+
+/// The all-zero value of `T` (every [`Element`] is valid as zero bits).
+fn zero<T: Element>() -> T {
+    // SAFETY: `Element` requires cudarc's `ValidAsZeroBits`, whose contract is exactly
+    // that the all-zero bit pattern is a valid `T`.
+    unsafe { std::mem::zeroed() }
+}

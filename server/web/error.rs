@@ -1,0 +1,197 @@
+//! The web layer's one error type. Every handler returns `Result<_, AppError>`, and the
+//! single `IntoResponse` below picks the status and renders the error page. JSON
+//! endpoints wrap it in [`ApiError`], which renders the same status and message as JSON.
+//! Internal errors are logged with their cause and shown only as a generic message.
+
+use askama::Template;
+use axum::Json;
+use axum::http::StatusCode;
+use axum::response::{Html, IntoResponse, Response};
+
+use serde::Serialize;
+
+use crate::db::DbError;
+use crate::web::page::ErrorPage;
+
+/// Everything a request can fail with.
+#[derive(Debug, thiserror::Error)]
+pub enum AppError {
+    /// No page or asset at this path.
+    #[error("not found: {0}")]
+    NotFound(String),
+    /// The request is malformed (not UTF-8, not JSON, not a form).
+    #[error("{0}")]
+    BadRequest(String),
+    /// The request is well-formed but its content is wrong (unknown question, missing
+    /// answer, wrong type).
+    #[error("{0}")]
+    Invalid(String),
+    /// A token is needed and was missing or wrong.
+    #[error("{0}")]
+    Unauthorized(String),
+    /// The feature is switched off on this server.
+    #[error("{0}")]
+    Forbidden(String),
+    /// The server cannot take this now (shutting down, database not writable).
+    #[error("{0}")]
+    Unavailable(String),
+    /// A request the framework refused before a handler ran (body too large, a path
+    /// segment that is not UTF-8, a method the route does not take), with its status.
+    #[error("{1}")]
+    Rejected(StatusCode, String),
+    /// A page template failed to render (a bug, not the student's fault).
+    #[error("template error: {0}")]
+    Template(#[from] askama::Error),
+    /// The database failed.
+    #[error(transparent)]
+    Database(#[from] DbError),
+}
+
+impl AppError {
+    fn status(&self) -> StatusCode {
+        match self {
+            Self::NotFound(_) => StatusCode::NOT_FOUND,
+            Self::BadRequest(_) => StatusCode::BAD_REQUEST,
+            Self::Invalid(_) => StatusCode::UNPROCESSABLE_ENTITY,
+            Self::Unauthorized(_) => StatusCode::UNAUTHORIZED,
+            Self::Forbidden(_) => StatusCode::FORBIDDEN,
+            Self::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
+            Self::Rejected(status, _) => *status,
+            Self::Template(_) | Self::Database(_) => StatusCode::INTERNAL_SERVER_ERROR,
+        }
+    }
+
+    /// Heading and message safe to show the student.
+    fn public(&self) -> (&'static str, String) {
+        match self {
+            Self::NotFound(path) => (
+                "Page not found",
+                format!("There is no page at {path}. The course home lists every lesson."),
+            ),
+            Self::BadRequest(m) => ("Bad request", m.clone()),
+            Self::Invalid(m) => ("Please check your answers", m.clone()),
+            Self::Unauthorized(m) => ("Token needed", m.clone()),
+            Self::Forbidden(m) => ("Not available", m.clone()),
+            Self::Unavailable(m) => ("Try again shortly", m.clone()),
+            Self::Rejected(_, m) => ("Request not accepted", m.clone()),
+            Self::Template(_) | Self::Database(_) => {
+                tracing::error!(error = %self, "internal error");
+                (
+                    "Something went wrong",
+                    "The server hit an internal error and has logged it. Nothing you sent was saved; try again, or go back to the course home.".to_string(),
+                )
+            }
+        }
+    }
+}
+
+impl IntoResponse for AppError {
+    fn into_response(self) -> Response {
+        let status = self.status();
+        let (heading, detail) = self.public();
+        let page = ErrorPage::new(status.as_u16(), heading, &detail);
+        match page.render() {
+            Ok(html) => (status, Html(html)).into_response(),
+            Err(e) => {
+                tracing::error!(error = %e, "error page failed to render");
+                (status, detail).into_response()
+            }
+        }
+    }
+}
+
+/// The JSON shape of every API error: `{"error": {"status": …, "message": …}}`.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct ErrorBody {
+    /// The error.
+    pub error: ErrorDetail,
+}
+
+/// What went wrong.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct ErrorDetail {
+    /// The HTTP status, repeated.
+    pub status: u16,
+    /// A sentence saying what was wrong.
+    pub message: String,
+}
+
+impl ErrorBody {
+    /// The body for `status` with `message`.
+    pub fn new(status: StatusCode, message: String) -> Self {
+        Self {
+            error: ErrorDetail {
+                status: status.as_u16(),
+                message,
+            },
+        }
+    }
+}
+
+/// An [`AppError`] rendered as an [`ErrorBody`].
+#[derive(Debug)]
+pub struct ApiError(pub AppError);
+
+impl<E: Into<AppError>> From<E> for ApiError {
+    fn from(e: E) -> Self {
+        Self(e.into())
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let status = self.0.status();
+        let (_, message) = self.0.public();
+        (status, Json(ErrorBody::new(status, message))).into_response()
+    }
+}
+
+/// Middleware: the framework's own 4xx answers (extractor rejections such as a body
+/// over the limit, a bad path segment, a wrong method) come as bare text; this gives
+/// them the same shape as every other error — JSON under `/api/`, the error page
+/// elsewhere — so clients can always read `error.message`.
+pub async fn uniform_rejections(
+    request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> Response {
+    let api = request.uri().path().starts_with("/api/");
+    let response = next.run(request).await;
+    let status = response.status();
+    let content_type = response
+        .headers()
+        .get(axum::http::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned);
+    let bare = content_type
+        .as_deref()
+        .is_none_or(|t| t.starts_with("text/plain"));
+    if !status.is_client_error() || !bare {
+        return response;
+    }
+    let retry_after = response
+        .headers()
+        .get(axum::http::header::RETRY_AFTER)
+        .cloned();
+    let bytes = axum::body::to_bytes(response.into_body(), 16 * 1024)
+        .await
+        .unwrap_or_default();
+    let mut message = String::from_utf8_lossy(&bytes).trim().to_string();
+    if message.is_empty() {
+        message = status
+            .canonical_reason()
+            .unwrap_or("Request refused")
+            .to_string();
+    }
+    let error = AppError::Rejected(status, message);
+    let mut response = if api {
+        ApiError(error).into_response()
+    } else {
+        error.into_response()
+    };
+    if let Some(value) = retry_after {
+        response
+            .headers_mut()
+            .insert(axum::http::header::RETRY_AFTER, value);
+    }
+    response
+}

@@ -1,0 +1,20 @@
+//! The web layer: HTTP in, HTML and JSON out. A request meets, in order: the
+//! [`router`] (URLs to handlers, the layers every response passes through, and
+//! [`serve`]), the [`identity`] middleware (the student cookie), an extractor or body
+//! decoder from [`extract`], a handler in [`routes`] holding the shared [`state`], and
+//! on the way out [`error`]'s single `IntoResponse` or a typed [`page`]. Static files
+//! come from [`assets`]; the API's [`openapi`] document is generated from the handlers
+//! and the experiment registry. Nothing outside this folder imports it except `main`.
+
+pub mod assets;
+pub mod error;
+pub mod extract;
+pub mod identity;
+pub mod openapi;
+pub mod page;
+pub mod router;
+pub mod routes;
+pub mod state;
+
+pub use router::{router, serve};
+pub use state::AppState;

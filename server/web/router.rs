@@ -1,0 +1,147 @@
+//! The router: every URL mapped to its handler, the layers every response passes
+//! through, and [`serve`], which runs it on a listener until shutdown. Tests bind
+//! `127.0.0.1:0`, call `serve` with their own shutdown future, and talk HTTP to it.
+//!
+//! JSON routes are mounted through `utoipa-axum`, which collects each handler's
+//! OpenAPI annotation as it mounts the route, and the experiment routes come from the
+//! registry; so the document at `/api/openapi.json` lists exactly what is served.
+
+use std::future::Future;
+use std::sync::Arc;
+
+use axum::Router;
+use axum::body::Bytes;
+use axum::extract::{DefaultBodyLimit, Extension, State};
+use axum::http::{HeaderName, HeaderValue, StatusCode, header};
+use axum::middleware;
+use axum::routing::{get, post};
+use tokio::net::TcpListener;
+use tower_http::compression::CompressionLayer;
+use tower_http::set_header::SetResponseHeaderLayer;
+use tower_http::timeout::TimeoutLayer;
+use tower_http::trace::TraceLayer;
+use utoipa::OpenApi as _;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+use super::identity::{self, StudentId};
+use super::openapi::{self, ApiDoc, Document};
+use super::routes::{assets, experiments, health, instructor, me, pages, playground, quiz};
+use super::state::AppState;
+use crate::config::Limits;
+use crate::experiments::REGISTRY;
+
+/// The Content-Security-Policy for every response: our own scripts and styles only.
+const CSP: &str = "default-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'; object-src 'none'; base-uri 'none'; frame-ancestors 'none'";
+
+/// Largest request body accepted: a full final exam is a few kilobytes.
+pub const MAX_BODY_BYTES: usize = 64 * 1024;
+
+/// The JSON API: each route with its OpenAPI annotation. Student routes (those that
+/// need the cookie) are separated from the rest so the identity middleware wraps only
+/// them.
+fn api() -> OpenApiRouter<AppState> {
+    let mut student = OpenApiRouter::new()
+        .routes(routes!(quiz::api_quiz))
+        .routes(routes!(quiz::api_submit))
+        .routes(routes!(me::progress_json))
+        .routes(routes!(playground::view))
+        .routes(routes!(playground::allocate))
+        .routes(routes!(playground::free))
+        .routes(routes!(playground::empty_cache))
+        .routes(routes!(playground::reset));
+    for experiment in REGISTRY.iter().copied() {
+        student = student.route(
+            &format!("/api/experiments/{}", experiment.name()),
+            post(
+                move |State(state): State<AppState>,
+                      Extension(id): Extension<StudentId>,
+                      body: Bytes| experiments::submit(experiment, state, id, body),
+            ),
+        );
+    }
+    OpenApiRouter::with_openapi(ApiDoc::openapi())
+        .merge(student.route_layer(middleware::from_fn(identity::identify)))
+        .routes(routes!(experiments::device))
+        .routes(routes!(experiments::doctor))
+        .routes(routes!(experiments::job))
+        .routes(routes!(playground::memory))
+        .routes(routes!(openapi::openapi))
+}
+
+/// The OpenAPI document a server with `limits` serves.
+pub fn openapi_document(limits: &Limits) -> serde_json::Value {
+    openapi::finish(api().split_for_parts().1, limits)
+}
+
+/// Maps every URL to its handler.
+pub fn router(state: AppState) -> Router {
+    let (api, doc) = api().split_for_parts();
+    let document = Document(Arc::new(openapi::finish(doc, &state.config.limits)));
+    // Pages know the student (the middleware issues the cookie); static files and the
+    // instructor routes do not need to.
+    let student_pages = Router::new()
+        .route("/", get(pages::home))
+        .route("/lessons/{slug}", get(pages::lesson))
+        .route(
+            "/lessons/{slug}/quiz",
+            get(quiz::lesson_quiz).post(quiz::submit_lesson_quiz),
+        )
+        .route(
+            "/final-exam",
+            get(quiz::final_exam).post(quiz::submit_final_exam),
+        )
+        .route("/me/name", post(me::set_name))
+        .route("/me/export", get(me::export))
+        .route("/me/reset", post(me::reset))
+        .route_layer(middleware::from_fn(identity::identify));
+    Router::new()
+        .merge(api)
+        .merge(student_pages)
+        .route("/about", get(pages::about))
+        .route("/healthz", get(health::healthz))
+        .route("/readyz", get(health::readyz))
+        .route("/metrics", get(health::metrics))
+        .route("/instructor", get(instructor::gradebook))
+        .route("/instructor/login", post(instructor::login))
+        .route("/instructor/logout", post(instructor::logout))
+        .route("/instructor/grades.csv", get(instructor::grades_csv))
+        .route("/instructor/missed.csv", get(instructor::missed_csv))
+        .route("/static/{*path}", get(assets::asset))
+        .fallback(pages::not_found)
+        .layer(Extension(document))
+        .layer(middleware::from_fn_with_state(state.clone(), health::track))
+        .layer(TimeoutLayer::with_status_code(
+            StatusCode::REQUEST_TIMEOUT,
+            state.config.limits.request_timeout(),
+        ))
+        .with_state(state)
+        .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
+        .layer(middleware::from_fn(super::error::uniform_rejections))
+        .layer(SetResponseHeaderLayer::if_not_present(
+            header::CONTENT_SECURITY_POLICY,
+            HeaderValue::from_static(CSP),
+        ))
+        .layer(SetResponseHeaderLayer::if_not_present(
+            header::X_CONTENT_TYPE_OPTIONS,
+            HeaderValue::from_static("nosniff"),
+        ))
+        .layer(SetResponseHeaderLayer::if_not_present(
+            HeaderName::from_static("referrer-policy"),
+            HeaderValue::from_static("same-origin"),
+        ))
+        .layer(CompressionLayer::new())
+        .layer(TraceLayer::new_for_http())
+}
+
+/// Serves `state` on `listener` until `shutdown` completes, then finishes in-flight
+/// requests and returns.
+pub async fn serve(
+    listener: TcpListener,
+    state: AppState,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    axum::serve(listener, router(state))
+        .with_graceful_shutdown(shutdown)
+        .await
+}

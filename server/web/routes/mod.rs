@@ -1,0 +1,12 @@
+//! HTTP handlers, one file per area. Handlers take `State<AppState>` and return
+//! `Result<_, AppError>` (or `ApiError` for JSON); they hold no logic beyond validating
+//! input, calling the course, database or engine layer, and picking what to render.
+
+pub mod assets;
+pub mod experiments;
+pub mod health;
+pub mod instructor;
+pub mod me;
+pub mod pages;
+pub mod playground;
+pub mod quiz;

@@ -1,0 +1,138 @@
+//! The allocator playground and memory snapshot (lesson 7). Each student (by cookie)
+//! has a capped pool of real memory; these handlers allocate and free named tensors,
+//! empty the cache and reset, answering with the three bars' numbers every time.
+
+use axum::Json;
+use axum::body::Bytes;
+use axum::extract::{Extension, Path, State};
+use serde::Deserialize;
+
+use crate::playground::pool::Source;
+use crate::playground::{PlaygroundView, Snapshot, snapshot};
+use crate::web::error::{ApiError, AppError, ErrorBody};
+use crate::web::identity::StudentId;
+use crate::web::state::AppState;
+
+/// NVML and driver view of GPU memory, or host memory on the CPU backend.
+#[utoipa::path(get, path = "/api/memory", tag = "memory",
+    responses((status = 200, description = "OK", body = Snapshot)))]
+pub async fn memory(State(state): State<AppState>) -> Json<Snapshot> {
+    let playgrounds = state.engine.playgrounds.clone();
+    let snap = tokio::task::spawn_blocking(move || snapshot(playgrounds.source())).await;
+    Json(snap.unwrap_or_else(|_| snapshot(&Source::Host)))
+}
+
+/// This student's pool.
+#[utoipa::path(get, path = "/api/playground", tag = "playground",
+    responses((status = 200, description = "OK", body = PlaygroundView)))]
+pub async fn view(
+    State(state): State<AppState>,
+    Extension(student): Extension<StudentId>,
+) -> Json<PlaygroundView> {
+    Json(state.engine.playgrounds.with(&student.0, |_, _| ()).1)
+}
+
+/// A tensor to allocate.
+#[derive(Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct AllocRequest {
+    /// 1 to 32 letters, digits or underscores.
+    #[schema(pattern = "^[A-Za-z0-9_]{1,32}$")]
+    name: String,
+    /// Size in MiB (fractions allowed).
+    #[schema(exclusive_minimum = 0)]
+    mib: f64,
+}
+
+fn valid_name(name: &str) -> bool {
+    (1..=32).contains(&name.len()) && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
+}
+
+/// Allocate a named tensor in this student's caching pool.
+#[utoipa::path(post, path = "/api/playground/tensors", tag = "playground",
+    request_body = AllocRequest,
+    responses(
+        (status = 200, description = "OK", body = PlaygroundView),
+        (status = 400, description = "Not JSON of that shape", body = ErrorBody),
+        (status = 413, description = "Body too large", body = ErrorBody),
+        (status = 422, description = "Bad name or size, or out of memory (worded like PyTorch's error; the playground is unchanged)", body = ErrorBody),
+    ))]
+pub async fn allocate(
+    State(state): State<AppState>,
+    Extension(student): Extension<StudentId>,
+    body: Bytes,
+) -> Result<Json<PlaygroundView>, ApiError> {
+    let request: AllocRequest =
+        crate::web::extract::json(&body, r#"{"name": "weights", "mib": 64}"#)?;
+    if !valid_name(&request.name) {
+        return Err(AppError::Invalid(
+            "a tensor name is 1 to 32 letters, digits or underscores".into(),
+        )
+        .into());
+    }
+    let cap_mib = state.engine.limits.playground_mib_per_student as f64;
+    if !(request.mib > 0.0 && request.mib <= cap_mib * 4.0) {
+        return Err(AppError::Invalid(format!(
+            "mib must be a positive number of MiB (your playground holds {cap_mib} MiB)"
+        ))
+        .into());
+    }
+    let bytes = (request.mib * (1 << 20) as f64).ceil() as u64;
+    let playgrounds = state.engine.playgrounds.clone();
+    let (outcome, view) = tokio::task::spawn_blocking(move || {
+        playgrounds.with(&student.0, |pool, room| {
+            pool.allocate(&request.name, bytes, room)
+        })
+    })
+    .await
+    .map_err(|e| AppError::BadRequest(format!("allocation failed: {e}")))?;
+    outcome.map_err(|e| AppError::Invalid(e.to_string()))?;
+    Ok(Json(view))
+}
+
+/// `del name`: free a tensor (its block returns to the pool's cache).
+#[utoipa::path(delete, path = "/api/playground/tensors/{name}", tag = "playground",
+    params(("name" = String, Path, description = "The tensor's name")),
+    responses(
+        (status = 200, description = "OK", body = PlaygroundView),
+        (status = 404, description = "Not a tensor path", body = ErrorBody),
+        (status = 422, description = "No tensor of that name", body = ErrorBody),
+    ))]
+pub async fn free(
+    State(state): State<AppState>,
+    Extension(student): Extension<StudentId>,
+    Path(name): Path<String>,
+) -> Result<Json<PlaygroundView>, ApiError> {
+    let (outcome, view) = state
+        .engine
+        .playgrounds
+        .with(&student.0, |pool, _| pool.free(&name));
+    outcome.map_err(|e| AppError::Invalid(e.to_string()))?;
+    Ok(Json(view))
+}
+
+/// `torch.cuda.empty_cache()`: hand the cached blocks back.
+#[utoipa::path(post, path = "/api/playground/empty-cache", tag = "playground",
+    responses((status = 200, description = "OK", body = PlaygroundView)))]
+pub async fn empty_cache(
+    State(state): State<AppState>,
+    Extension(student): Extension<StudentId>,
+) -> Json<PlaygroundView> {
+    Json(
+        state
+            .engine
+            .playgrounds
+            .with(&student.0, |pool, _| pool.empty_cache())
+            .1,
+    )
+}
+
+/// Drop every tensor and cached block.
+#[utoipa::path(post, path = "/api/playground/reset", tag = "playground",
+    responses((status = 200, description = "OK", body = PlaygroundView)))]
+pub async fn reset(
+    State(state): State<AppState>,
+    Extension(student): Extension<StudentId>,
+) -> Json<PlaygroundView> {
+    Json(state.engine.playgrounds.reset(&student.0))
+}

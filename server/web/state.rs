@@ -1,0 +1,75 @@
+//! The one [`AppState`] every handler shares through `State`: read-only after start-up,
+//! cheap to clone (pools and `Arc`s). It is built from the [`Config`] by loading the
+//! course, opening the database and starting the engine; nothing in it knows about
+//! routes, so handlers depend on the state and never the reverse.
+
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex};
+
+use super::assets::Assets;
+use super::page::Layout;
+use crate::config::Config;
+use crate::course::problem::Problems;
+use crate::course::{ContentSource, Course};
+use crate::db::{Db, DbError};
+use crate::engine::Engine;
+use crate::metrics::Metrics;
+use crate::ratelimit::StudentLimiter;
+
+/// Everything handlers share.
+#[derive(Clone)]
+pub struct AppState {
+    /// The configuration the server started with.
+    pub config: Arc<Config>,
+    /// The rendered course.
+    pub course: Arc<Course>,
+    /// Embedded static files.
+    pub assets: Arc<Assets>,
+    /// The base layout every page shares.
+    pub layout: Arc<Layout>,
+    /// The database of students and attempts.
+    pub db: Db,
+    /// The experiment engine (GPU or CPU) and its queue.
+    pub engine: Engine,
+    /// Instructor session ids issued since start-up.
+    pub instructor_sessions: Arc<Mutex<HashSet<String>>>,
+    /// Per-student experiment rate limit.
+    pub experiment_limiter: Arc<StudentLimiter>,
+    /// Prometheus metrics.
+    pub metrics: Arc<Metrics>,
+}
+
+/// Why the server could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum StartupError {
+    /// The course content is broken.
+    #[error(transparent)]
+    Content(#[from] Problems),
+    /// The database could not be opened or migrated.
+    #[error("cannot open the database: {0}")]
+    Database(#[from] DbError),
+}
+
+impl AppState {
+    /// Loads and renders the course named by `config` and opens its database; fails
+    /// with every content problem, or the database error.
+    pub fn new(config: Config) -> Result<Self, StartupError> {
+        let course = Course::load(&ContentSource::from_option(config.content_dir.as_deref()))?;
+        let db = Db::open(&config.database)?;
+        let assets = Assets::load();
+        let layout = Layout::new(&course.title, &assets);
+        let engine = Engine::start(config.limits.clone());
+        let metrics = Metrics::new(engine.clone());
+        Ok(Self {
+            experiment_limiter: Arc::new(StudentLimiter::new(config.limits.experiments_per_minute)),
+            metrics: Arc::new(metrics),
+            config: Arc::new(config),
+            course: Arc::new(course),
+            assets: Arc::new(assets),
+            layout: Arc::new(layout),
+            db,
+            engine,
+            instructor_sessions: Arc::default(),
+        })
+    }
+}
