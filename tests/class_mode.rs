@@ -4,8 +4,10 @@
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 
-use crate::experiments::{post, wait_for};
-use crate::support::{spawn, spawn_with, student, test_config};
+use crate::support::client::{instructor, send_json, text};
+use crate::support::hostile::message;
+use crate::support::jobs::{post, wait_for};
+use crate::support::{spawn, spawn_tuned, student};
 
 #[tokio::test]
 async fn health_and_readiness_probes_answer() {
@@ -56,10 +58,7 @@ async fn metrics_count_requests_by_route_and_jobs_by_outcome() {
 
 #[tokio::test]
 async fn one_student_is_rate_limited_and_another_is_not() {
-    let dir = tempfile::tempdir().unwrap();
-    let mut config = test_config(dir.path().join("gpulab.db"));
-    config.limits.experiments_per_minute = 2;
-    let app = spawn_with(config).await;
+    let app = spawn_tuned(|config| config.limits.experiments_per_minute = 2).await;
     let (ann, bob) = (student(), student());
     let submit = |client: &reqwest::Client| {
         client
@@ -78,16 +77,7 @@ async fn one_student_is_rate_limited_and_another_is_not() {
         .unwrap();
     assert!((1..=60).contains(&retry), "{retry}");
     let body: Value = limited.json().await.unwrap();
-    assert!(
-        body["error"]["message"]
-            .as_str()
-            .unwrap()
-            .contains("per minute")
-            || body["error"]["message"]
-                .as_str()
-                .unwrap()
-                .contains("last minute")
-    );
+    assert!(message(&body).contains("per minute") || message(&body).contains("last minute"));
     assert_eq!(submit(&bob).await.unwrap().status(), StatusCode::ACCEPTED);
     let metrics = app.get("/metrics").await.text().await.unwrap();
     assert!(
@@ -98,41 +88,21 @@ async fn one_student_is_rate_limited_and_another_is_not() {
 
 #[tokio::test]
 async fn the_instructor_sees_gpu_use_per_student() {
-    let dir = tempfile::tempdir().unwrap();
-    let mut config = test_config(dir.path().join("gpulab.db"));
-    config.instructor_token = Some("class-token".into());
-    let app = spawn_with(config).await;
+    let app = spawn_tuned(|config| config.instructor_token = Some("class-token".into())).await;
     let ann = student();
     ann.post(format!("{}/me/name", app.base))
         .form(&[("display_name", "Ann <b>Lee</b>")])
         .send()
         .await
         .unwrap();
-    let queued: Value = ann
-        .post(format!("{}/api/experiments/timing", app.base))
-        .json(&json!({}))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let queued: Value = send_json(
+        ann.post(format!("{}/api/experiments/timing", app.base))
+            .json(&json!({})),
+    )
+    .await;
     wait_for(&app, queued["job_id"].as_u64().unwrap()).await;
-    let teacher = student();
-    teacher
-        .post(format!("{}/instructor/login", app.base))
-        .form(&[("token", "class-token")])
-        .send()
-        .await
-        .unwrap();
-    let page = teacher
-        .get(format!("{}/instructor", app.base))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let (teacher, _) = instructor(&app, "class-token").await;
+    let page = text(&teacher, &format!("{}/instructor", app.base)).await;
     assert!(page.contains("GPU use per student"), "{page}");
     assert!(
         page.contains("Ann &#60;b&#62;Lee&#60;/b&#62;"),

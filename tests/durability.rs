@@ -7,7 +7,9 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::quiz::json_answers;
+use crate::support::client::{json, text};
+use crate::support::quiz::json_answers;
+use crate::support::quiz::submit;
 use crate::support::{BinaryServer, spawn_with, student, test_config};
 
 #[tokio::test]
@@ -18,34 +20,15 @@ async fn progress_survives_a_restart_on_the_same_database() {
     let first = spawn_with(test_config(db.clone())).await;
     let quiz = first.state.course.quiz("training-step").unwrap().clone();
     let n = quiz.questions.len();
-    let ok = client
-        .post(format!("{}/api/quizzes/training-step/attempts", first.base))
-        .json(&json_answers(&quiz, n))
-        .send()
-        .await
-        .unwrap();
+    let ok = submit(&first, &client, "training-step", &json_answers(&quiz, n)).await;
     assert!(ok.status().is_success());
     drop(first);
 
     let second = spawn_with(test_config(db)).await;
-    let data: Value = client
-        .get(format!("{}/api/me/progress", second.base))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let data: Value = json(&client, &format!("{}/api/me/progress", second.base)).await;
     assert_eq!(data["progress"][0]["quiz_id"], "training-step");
     assert_eq!(data["progress"][0]["passed"], true);
-    let home = client
-        .get(&second.base)
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let home = text(&client, &second.base).await;
     assert!(
         home.contains("Passed · best 100% · 1 attempt"),
         "the home page shows yesterday's progress"
@@ -111,14 +94,7 @@ async fn sigkill_during_a_submission_stream_loses_no_acknowledged_attempt() {
     );
 
     let restarted = BinaryServer::start(&db);
-    let data: Value = client
-        .get(format!("{}/api/me/progress", restarted.base))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let data: Value = json(&client, &format!("{}/api/me/progress", restarted.base)).await;
     let stored = data["attempts"].as_array().unwrap().len();
     assert!(
         stored >= acked,

@@ -2,41 +2,13 @@
 //! card and doctor shapes, a transfer job from queue to result, caps and bad input as
 //! 4xx, and a full queue as 429 with Retry-After.
 
-use std::time::{Duration, Instant};
-
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 
-use crate::support::{TestApp, spawn, spawn_with, test_config};
-
-pub async fn wait_for(app: &TestApp, id: u64) -> Value {
-    let deadline = Instant::now() + Duration::from_secs(120);
-    loop {
-        let job: Value = app
-            .get(&format!("/api/jobs/{id}"))
-            .await
-            .json()
-            .await
-            .unwrap();
-        match job["status"].as_str().unwrap() {
-            "done" | "failed" => return job,
-            "queued" => assert!(job["position"].as_u64().unwrap() >= 1),
-            "running" => {}
-            other => panic!("unknown status {other}"),
-        }
-        assert!(Instant::now() < deadline, "job {id} did not finish");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-}
-
-pub async fn post(app: &TestApp, path: &str, body: Value) -> reqwest::Response {
-    reqwest::Client::new()
-        .post(format!("{}{path}", app.base))
-        .json(&body)
-        .send()
-        .await
-        .unwrap()
-}
+use crate::support::client::send_json;
+use crate::support::hostile::message;
+use crate::support::jobs::{post, wait_for};
+use crate::support::{spawn, spawn_tuned};
 
 #[tokio::test]
 async fn the_device_card_and_doctor_describe_this_machine() {
@@ -104,7 +76,7 @@ async fn a_transfer_job_runs_and_reports_bandwidth_with_provenance() {
 async fn caps_and_bad_parameters_get_a_clear_4xx() {
     let app = spawn().await;
     let cap = app.state.engine.limits.max_transfer_bytes;
-    for (body, status, message) in [
+    for (body, status, expected) in [
         (
             json!({"max_bytes": cap + 1}),
             StatusCode::UNPROCESSABLE_ENTITY,
@@ -135,13 +107,7 @@ async fn caps_and_bad_parameters_get_a_clear_4xx() {
         let response = post(&app, "/api/experiments/transfer", body.clone()).await;
         assert_eq!(response.status(), status, "{body}");
         let error: Value = response.json().await.unwrap();
-        assert!(
-            error["error"]["message"]
-                .as_str()
-                .unwrap()
-                .contains(message),
-            "{body}: {error}"
-        );
+        assert!(message(&error).contains(expected), "{body}: {error}");
     }
     assert_eq!(
         app.get("/api/jobs/123456").await.status(),
@@ -155,10 +121,7 @@ async fn caps_and_bad_parameters_get_a_clear_4xx() {
 
 #[tokio::test]
 async fn a_full_queue_answers_429_with_retry_after() {
-    let dir = tempfile::tempdir().unwrap();
-    let mut config = test_config(dir.path().join("gpulab.db"));
-    config.limits.queue_length = 1;
-    let app = spawn_with(config).await;
+    let app = spawn_tuned(|config| config.limits.queue_length = 1).await;
     let body = json!({"max_bytes": 64 << 20});
     let mut statuses = Vec::new();
     let mut retry_after = None;
@@ -171,12 +134,7 @@ async fn a_full_queue_answers_429_with_retry_after() {
                 .get("retry-after")
                 .map(|v| v.to_str().unwrap().to_string());
             let error: Value = response.json().await.unwrap();
-            assert!(
-                error["error"]["message"]
-                    .as_str()
-                    .unwrap()
-                    .contains("queue is full")
-            );
+            assert!(message(&error).contains("queue is full"));
         }
     }
     assert!(
@@ -267,7 +225,7 @@ async fn a_training_run_lowers_the_loss_and_reports_its_costs() {
         "the training run is the CPU reference for now"
     );
 
-    for (bad, message) in [
+    for (bad, expected) in [
         (
             json!({"batch": 0, "hidden": 32, "steps": 10, "log_every": 1}),
             "batch",
@@ -288,22 +246,13 @@ async fn a_training_run_lowers_the_loss_and_reports_its_costs() {
         let response = post(&app, "/api/experiments/training", bad.clone()).await;
         assert_eq!(response.status(), StatusCode::UNPROCESSABLE_ENTITY, "{bad}");
         let error: Value = response.json().await.unwrap();
-        assert!(
-            error["error"]["message"]
-                .as_str()
-                .unwrap()
-                .contains(message),
-            "{error}"
-        );
+        assert!(message(&error).contains(expected), "{error}");
     }
 }
 
 #[tokio::test]
 async fn the_allocator_playground_moves_three_bars_and_fails_like_pytorch() {
-    let dir = tempfile::tempdir().unwrap();
-    let mut config = test_config(dir.path().join("gpulab.db"));
-    config.limits.playground_mib_per_student = 64;
-    let app = spawn_with(config).await;
+    let app = spawn_tuned(|config| config.limits.playground_mib_per_student = 64).await;
     let student = crate::support::student();
     let url = |p: &str| format!("{}{p}", app.base);
     let alloc = |name: &str, mib: f64| {
@@ -318,14 +267,7 @@ async fn the_allocator_playground_moves_three_bars_and_fails_like_pytorch() {
     assert_eq!(v["pool"]["reserved_bytes"], 16 << 20);
     assert!(v["system_used_bytes"].as_u64().unwrap() > 0);
     alloc("acts", 32.0).await.unwrap();
-    let v: Value = student
-        .delete(url("/api/playground/tensors/acts"))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let v: Value = send_json(student.delete(url("/api/playground/tensors/acts"))).await;
     assert_eq!(
         (
             v["pool"]["allocated_bytes"].as_u64(),
@@ -334,24 +276,14 @@ async fn the_allocator_playground_moves_three_bars_and_fails_like_pytorch() {
         (Some(16 << 20), Some(48 << 20)),
         "freed blocks stay reserved"
     );
-    let v: Value = student
-        .post(url("/api/playground/empty-cache"))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let v: Value = send_json(student.post(url("/api/playground/empty-cache"))).await;
     assert_eq!(v["pool"]["reserved_bytes"], 16 << 20);
 
     let oom = alloc("huge", 60.0).await.unwrap();
     assert_eq!(oom.status(), StatusCode::UNPROCESSABLE_ENTITY);
     let error: Value = oom.json().await.unwrap();
     assert!(
-        error["error"]["message"]
-            .as_str()
-            .unwrap()
-            .starts_with("CUDA out of memory. Tried to allocate 60.00 MiB."),
+        message(&error).starts_with("CUDA out of memory. Tried to allocate 60.00 MiB."),
         "{error}"
     );
 
@@ -399,14 +331,7 @@ async fn the_allocator_playground_moves_three_bars_and_fails_like_pytorch() {
             .status(),
         StatusCode::UNPROCESSABLE_ENTITY
     );
-    let v: Value = student
-        .post(url("/api/playground/reset"))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let v: Value = send_json(student.post(url("/api/playground/reset"))).await;
     assert_eq!(v["pool"]["reserved_bytes"], 0);
 
     let snap: Value = app.get("/api/memory").await.json().await.unwrap();

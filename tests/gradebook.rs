@@ -3,16 +3,14 @@
 
 use reqwest::StatusCode;
 
-use crate::quiz::json_answers;
-use crate::support::{spawn, spawn_with, student, test_config};
+use crate::support::client::{instructor, instructor_csv, set_name, text};
+use crate::support::quiz::json_answers;
+use crate::support::{spawn, student};
 
 const TOKEN: &str = "correct-horse-battery-staple";
 
-async fn spawn_with_token() -> (crate::support::TestApp, tempfile::TempDir) {
-    let dir = tempfile::tempdir().unwrap();
-    let mut config = test_config(dir.path().join("gpulab.db"));
-    config.instructor_token = Some(TOKEN.to_string());
-    (spawn_with(config).await, dir)
+async fn spawn_with_token() -> crate::support::TestApp {
+    crate::support::spawn_with_token(TOKEN).await
 }
 
 #[tokio::test]
@@ -38,7 +36,7 @@ async fn the_gradebook_is_refused_when_no_token_is_configured() {
 
 #[tokio::test]
 async fn the_gradebook_needs_the_right_token() {
-    let (app, _dir) = spawn_with_token().await;
+    let app = spawn_with_token().await;
     let client = reqwest::Client::new();
     let form = client
         .get(format!("{}/instructor", app.base))
@@ -61,31 +59,21 @@ async fn the_gradebook_needs_the_right_token() {
         .await
         .unwrap();
     assert_eq!(wrong.status(), StatusCode::UNAUTHORIZED);
-    let login = student()
-        .post(format!("{}/instructor/login", app.base))
-        .form(&[("token", "nope")])
-        .send()
-        .await
-        .unwrap();
+    let (_, login) = instructor(&app, "nope").await;
     assert_eq!(login.status(), StatusCode::UNAUTHORIZED);
     assert!(login.text().await.unwrap().contains("not right"));
 }
 
 #[tokio::test]
 async fn the_gradebook_counts_several_students_and_exports_csv() {
-    let (app, _dir) = spawn_with_token().await;
+    let app = spawn_with_token().await;
     let quiz = app.state.course.quiz("why-gpus").unwrap().clone();
     let n = quiz.questions.len();
     let url = format!("{}/api/quizzes/why-gpus/attempts", app.base);
     // Ada passes on her second try; Bo tries once and fails; Cy never takes the quiz.
     for (name, scores) in [("Ada <b>", vec![2, n]), ("Bo", vec![1]), ("Cy", vec![])] {
         let client = student();
-        client
-            .post(format!("{}/me/name", app.base))
-            .form(&[("display_name", name)])
-            .send()
-            .await
-            .unwrap();
+        set_name(&app, &client, name).await;
         for right in scores {
             assert!(
                 client
@@ -100,27 +88,14 @@ async fn the_gradebook_counts_several_students_and_exports_csv() {
         }
     }
 
-    let instructor = student();
-    let login = instructor
-        .post(format!("{}/instructor/login", app.base))
-        .form(&[("token", TOKEN)])
-        .send()
-        .await
-        .unwrap();
+    let (instructor, login) = instructor(&app, TOKEN).await;
     assert_eq!(login.status(), StatusCode::SEE_OTHER);
     let cookie = login.headers()["set-cookie"].to_str().unwrap().to_string();
     assert!(
         cookie.contains("HttpOnly") && !cookie.contains(TOKEN),
         "the cookie holds a session id, not the token"
     );
-    let page = instructor
-        .get(format!("{}/instructor", app.base))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let page = text(&instructor, &format!("{}/instructor", app.base)).await;
     assert!(page.contains("Class gradebook"));
     assert!(
         page.contains("Ada &#60;b&#62;") && !page.contains("Ada <b>"),
@@ -129,15 +104,7 @@ async fn the_gradebook_counts_several_students_and_exports_csv() {
     assert!(page.contains("100% · 2× · passed"));
     assert!(page.contains("Students with at least one attempt: 2."));
 
-    let csv_text = reqwest::Client::new()
-        .get(format!("{}/instructor/grades.csv", app.base))
-        .bearer_auth(TOKEN)
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let csv_text = instructor_csv(&app, TOKEN, "grades.csv").await;
     let mut reader = csv::Reader::from_reader(csv_text.as_bytes());
     let headers = reader.headers().unwrap().clone();
     let col = |name: &str| headers.iter().position(|h| h == name).unwrap();
@@ -157,14 +124,7 @@ async fn the_gradebook_counts_several_students_and_exports_csv() {
     assert_eq!(&bo[col("attempts")], "1");
     assert_eq!(&bo[col("passed")], "false");
 
-    let missed = instructor
-        .get(format!("{}/instructor/missed.csv", app.base))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let missed = text(&instructor, &format!("{}/instructor/missed.csv", app.base)).await;
     let mut reader = csv::Reader::from_reader(missed.as_bytes());
     let records: Vec<csv::StringRecord> = reader.records().map(Result::unwrap).collect();
     // The last question was answered by three attempts (Ada twice, Bo once) and only

@@ -5,17 +5,9 @@
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 
-use crate::experiments::{post, wait_for};
+use crate::support::hostile::message;
+use crate::support::jobs::{post, run};
 use crate::support::spawn;
-
-async fn run(app: &crate::support::TestApp, path: &str, body: Value) -> Value {
-    let response = post(app, path, body).await;
-    assert_eq!(response.status(), StatusCode::ACCEPTED);
-    let queued: Value = response.json().await.unwrap();
-    let job = wait_for(app, queued["job_id"].as_u64().unwrap()).await;
-    assert_eq!(job["status"], "done", "{job}");
-    job["result"].clone()
-}
 
 #[tokio::test]
 async fn the_precision_shoot_out_reports_speed_and_error_per_format() {
@@ -97,12 +89,7 @@ async fn break_it_batch_on_host_runs_the_preflight() {
     .await;
     assert_eq!(bad.status(), StatusCode::UNPROCESSABLE_ENTITY);
     let body: Value = bad.json().await.unwrap();
-    assert!(
-        body["error"]["message"]
-            .as_str()
-            .unwrap()
-            .contains("batch-on-host")
-    );
+    assert!(message(&body).contains("batch-on-host"));
 }
 
 #[tokio::test]

@@ -6,7 +6,7 @@
 use reqwest::StatusCode;
 use serde_json::Value;
 
-use crate::support::{spawn_with, test_config};
+use crate::support::spawn_tuned;
 
 /// A path from the document with its parameters filled in.
 fn concrete(path: &str) -> String {
@@ -16,10 +16,7 @@ fn concrete(path: &str) -> String {
 
 #[tokio::test]
 async fn every_documented_operation_is_served_and_every_experiment_documented() {
-    let dir = tempfile::tempdir().unwrap();
-    let mut config = test_config(dir.path().join("gpulab.db"));
-    config.limits.max_matmul_size = 333;
-    let app = spawn_with(config).await;
+    let app = spawn_tuned(|config| config.limits.max_matmul_size = 333).await;
     let doc: Value = app.get("/api/openapi.json").await.json().await.unwrap();
     assert!(doc["openapi"].as_str().unwrap().starts_with("3."));
     let paths = doc["paths"].as_object().unwrap();

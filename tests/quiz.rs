@@ -2,85 +2,14 @@
 //! best score and attempts, progress on the home page, no answer key before submission,
 //! and a clear 4xx (with nothing stored) for every kind of bad input.
 
-use gpulab::course::quiz::{Answer, QuestionKind, Quiz};
+use gpulab::course::quiz::Answer;
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 
-use crate::support::{TestApp, spawn, student};
-
-/// Form pairs answering every question of `quiz`, right or wrong.
-pub fn form_answers(quiz: &Quiz, right: bool) -> Vec<(String, String)> {
-    let mut pairs = Vec::new();
-    for q in &quiz.questions {
-        let key = format!("q.{}", q.id);
-        match &q.kind {
-            QuestionKind::Single { correct, options } => {
-                let pick = if right {
-                    *correct
-                } else {
-                    (correct + 1) % options.len()
-                };
-                pairs.push((key, pick.to_string()));
-            }
-            QuestionKind::Multiple { correct, .. } => {
-                if right {
-                    pairs.extend(correct.iter().map(|i| (key.clone(), i.to_string())));
-                }
-            }
-            QuestionKind::Numeric {
-                answer, tolerance, ..
-            } => {
-                let value = if right {
-                    *answer
-                } else {
-                    answer + 10.0 * tolerance + 1.0
-                };
-                pairs.push((key, value.to_string()));
-            }
-        }
-    }
-    pairs
-}
-
-/// A JSON answer object with the first `right` questions answered correctly.
-pub fn json_answers(quiz: &Quiz, right: usize) -> Value {
-    let mut answers = serde_json::Map::new();
-    for (i, q) in quiz.questions.iter().enumerate() {
-        let ok = i < right;
-        let value = match &q.kind {
-            QuestionKind::Single { correct, options } => json!(if ok {
-                *correct
-            } else {
-                (correct + 1) % options.len()
-            }),
-            QuestionKind::Multiple { correct, .. } => json!(if ok {
-                correct.iter().copied().collect::<Vec<_>>()
-            } else {
-                vec![]
-            }),
-            QuestionKind::Numeric {
-                answer, tolerance, ..
-            } => json!(if ok {
-                *answer
-            } else {
-                answer + 10.0 * tolerance + 1.0
-            }),
-        };
-        answers.insert(q.id.clone(), value);
-    }
-    json!({ "answers": answers })
-}
-
-async fn progress(app: &TestApp, client: &reqwest::Client) -> Value {
-    client
-        .get(format!("{}/api/me/progress", app.base))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap()
-}
+use crate::support::client::{json, post_form, send_json, set_cookie, set_name, text};
+use crate::support::quiz::submit;
+use crate::support::quiz::{form_answers, json_answers, progress};
+use crate::support::{spawn, student};
 
 #[tokio::test]
 async fn a_new_student_takes_a_quiz_through_the_form() {
@@ -93,12 +22,7 @@ async fn a_new_student_takes_a_quiz_through_the_form() {
         .await
         .unwrap();
     assert_eq!(page.status(), StatusCode::OK);
-    assert!(
-        page.headers()["set-cookie"]
-            .to_str()
-            .unwrap()
-            .contains("HttpOnly")
-    );
+    assert!(set_cookie(&page).contains("HttpOnly"));
     let html = page.text().await.unwrap();
     assert!(html.contains("more than 75%"));
     for q in &quiz.questions {
@@ -152,14 +76,7 @@ async fn a_new_student_takes_a_quiz_through_the_form() {
     assert_eq!(row["attempts"], 2);
     assert_eq!(row["best_percent"], 100.0);
     assert_eq!(row["passed"], true);
-    let home = client
-        .get(&app.base)
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let home = text(&client, &app.base).await;
     assert!(
         home.contains("Passed · best 100% · 2 attempts"),
         "home shows progress"
@@ -172,14 +89,7 @@ async fn json_attempts_score_and_keep_the_best() {
     let app = spawn().await;
     let client = student();
     let quiz = app.state.course.quiz("gpu-memory").unwrap().clone();
-    let public: Value = client
-        .get(format!("{}/api/quizzes/gpu-memory", app.base))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let public: Value = json(&client, &format!("{}/api/quizzes/gpu-memory", app.base)).await;
     let text = public.to_string();
     assert!(
         !text.contains("correct") && !text.contains("explanation") && !text.contains("tolerance"),
@@ -192,27 +102,11 @@ async fn json_attempts_score_and_keep_the_best() {
 
     let n = quiz.questions.len();
     let url = format!("{}/api/quizzes/gpu-memory/attempts", app.base);
-    let full: Value = client
-        .post(&url)
-        .json(&json_answers(&quiz, n))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let full: Value = send_json(client.post(&url).json(&json_answers(&quiz, n))).await;
     assert_eq!(full["correct"], n);
     assert_eq!(full["passed"], true);
     assert!(full["questions"][0]["explanation"].as_str().unwrap().len() > 10);
-    let fewer: Value = client
-        .post(&url)
-        .json(&json_answers(&quiz, 1))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let fewer: Value = send_json(client.post(&url).json(&json_answers(&quiz, 1))).await;
     assert_eq!(fewer["correct"], 1);
     assert_eq!(fewer["passed"], false);
     let p = progress(&app, &client).await;
@@ -230,15 +124,16 @@ async fn exactly_three_quarters_is_not_a_pass_over_http() {
         0,
         "the final exam has a multiple of four questions so 75% is reachable"
     );
-    let body: Value = student()
-        .post(format!("{}/api/quizzes/final-exam/attempts", app.base))
-        .json(&json_answers(&quiz, n * 3 / 4))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let body: Value = submit(
+        &app,
+        &student(),
+        "final-exam",
+        &json_answers(&quiz, n * 3 / 4),
+    )
+    .await
+    .json()
+    .await
+    .unwrap();
     assert_eq!(body["percent"], 75.0);
     assert_eq!(body["passed"], false);
 }
@@ -308,12 +203,12 @@ async fn bad_input_gets_a_clear_4xx_and_stores_nothing() {
         let text = response.text().await.unwrap();
         assert!(text.contains(message), "expected `{message}` in {text}");
     }
-    let form = client
-        .post(format!("{}/lessons/why-gpus/quiz", app.base))
-        .form(&[("q.nope", "1")])
-        .send()
-        .await
-        .unwrap();
+    let form = post_form(
+        &client,
+        &format!("{}/lessons/why-gpus/quiz", app.base),
+        &[("q.nope", "1")],
+    )
+    .await;
     assert_eq!(form.status(), StatusCode::UNPROCESSABLE_ENTITY);
     assert!(
         form.text()
@@ -321,12 +216,12 @@ async fn bad_input_gets_a_clear_4xx_and_stores_nothing() {
             .unwrap()
             .contains("unknown question `nope`")
     );
-    let empty = client
-        .post(format!("{}/lessons/why-gpus/quiz", app.base))
-        .form(&[("x", "1")])
-        .send()
-        .await
-        .unwrap();
+    let empty = post_form(
+        &client,
+        &format!("{}/lessons/why-gpus/quiz", app.base),
+        &[("x", "1")],
+    )
+    .await;
     assert_eq!(empty.status(), StatusCode::UNPROCESSABLE_ENTITY);
 
     let p = progress(&app, &client).await;
@@ -342,38 +237,21 @@ async fn names_are_escaped_and_students_can_export_and_reset() {
     let app = spawn().await;
     let client = student();
     let name = "<script>alert('x')</script> & co";
-    let saved = client
-        .post(format!("{}/me/name", app.base))
-        .form(&[("display_name", name)])
-        .send()
-        .await
-        .unwrap();
+    let saved = set_name(&app, &client, name).await;
     assert_eq!(saved.status(), StatusCode::SEE_OTHER);
-    let home = client
-        .get(&app.base)
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let home = text(&client, &app.base).await;
     assert!(!home.contains("<script>alert"), "names must be escaped");
     assert!(home.contains(&crate::support::escaped(name)));
-    let too_long = client
-        .post(format!("{}/me/name", app.base))
-        .form(&[("display_name", "x".repeat(61))])
-        .send()
-        .await
-        .unwrap();
+    let too_long = post_form(
+        &client,
+        &format!("{}/me/name", app.base),
+        &[("display_name", &"x".repeat(61))],
+    )
+    .await;
     assert_eq!(too_long.status(), StatusCode::UNPROCESSABLE_ENTITY);
 
     let quiz = app.state.course.quiz("why-gpus").unwrap().clone();
-    client
-        .post(format!("{}/api/quizzes/why-gpus/attempts", app.base))
-        .json(&json_answers(&quiz, 3))
-        .send()
-        .await
-        .unwrap();
+    submit(&app, &client, "why-gpus", &json_answers(&quiz, 3)).await;
     let export = client
         .get(format!("{}/me/export", app.base))
         .send()
@@ -389,19 +267,19 @@ async fn names_are_escaped_and_students_can_export_and_reset() {
     assert_eq!(data["display_name"], name);
     assert_eq!(data["attempts"].as_array().unwrap().len(), 1);
 
-    let refused = client
-        .post(format!("{}/me/reset", app.base))
-        .form(&[("confirm", "no")])
-        .send()
-        .await
-        .unwrap();
+    let refused = post_form(
+        &client,
+        &format!("{}/me/reset", app.base),
+        &[("confirm", "no")],
+    )
+    .await;
     assert_eq!(refused.status(), StatusCode::UNPROCESSABLE_ENTITY);
-    let reset = client
-        .post(format!("{}/me/reset", app.base))
-        .form(&[("confirm", "yes")])
-        .send()
-        .await
-        .unwrap();
+    let reset = post_form(
+        &client,
+        &format!("{}/me/reset", app.base),
+        &[("confirm", "yes")],
+    )
+    .await;
     assert_eq!(reset.status(), StatusCode::SEE_OTHER);
     let data = progress(&app, &client).await;
     assert_eq!(data["attempts"].as_array().unwrap().len(), 0);
@@ -418,12 +296,7 @@ async fn a_forged_cookie_gets_a_fresh_identity() {
         .await
         .unwrap();
     assert_eq!(response.status(), StatusCode::OK);
-    assert!(
-        response.headers()["set-cookie"]
-            .to_str()
-            .unwrap()
-            .starts_with("gpulab_student=")
-    );
+    assert!(set_cookie(&response).starts_with("gpulab_student="));
     let data: Value = response.json().await.unwrap();
     assert_eq!(data["student_id"].as_str().unwrap().len(), 32);
 }

@@ -1,4 +1,12 @@
-//! Test helpers: spawn the app on `127.0.0.1:0` and shut it down when the test ends.
+//! Shared test setup: spawn the app on `127.0.0.1:0` (shut down when the test ends) or
+//! the real binary, and the helpers every area's tests use — HTTP conveniences
+//! ([`client`]), quiz answers ([`quiz`]), experiment jobs ([`jobs`]) and hostile raw
+//! requests with their expected error shapes ([`hostile`]).
+
+pub mod client;
+pub mod hostile;
+pub mod jobs;
+pub mod quiz;
 
 use std::path::PathBuf;
 
@@ -56,10 +64,23 @@ pub fn test_config(database: PathBuf) -> Config {
 
 /// Spawns the app with the embedded course and a fresh database.
 pub async fn spawn() -> TestApp {
+    spawn_tuned(|_| {}).await
+}
+
+/// Spawns the app with a fresh database and the test config changed by `tune`.
+pub async fn spawn_tuned(tune: impl FnOnce(&mut Config)) -> TestApp {
     let dir = tempfile::tempdir().unwrap();
-    let mut app = spawn_with(test_config(dir.path().join("gpulab.db"))).await;
+    let mut config = test_config(dir.path().join("gpulab.db"));
+    tune(&mut config);
+    let mut app = spawn_with(config).await;
     app._dir = Some(dir);
     app
+}
+
+/// Spawns the app with the gradebook on, unlocked by `token`.
+pub async fn spawn_with_token(token: &str) -> TestApp {
+    let token = token.to_string();
+    spawn_tuned(|config| config.instructor_token = Some(token)).await
 }
 
 /// A client that keeps cookies, like a browser: one client is one student.

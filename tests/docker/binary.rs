@@ -1,0 +1,220 @@
+//! The binary's real configuration, and what the image build reads: `gpulab serve
+//! --help` parsed for every `GPULAB_*` variable and its default, the variables the server
+//! reads directly, and every file the compiler embeds (`include_str!`, rust-embed
+//! folders, askama's template folders).
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Component, Path, PathBuf};
+use std::process::Command;
+
+use super::files::EnvExample;
+use crate::support::repo_path;
+
+/// What `gpulab serve --help` says about the environment: every variable and its default.
+pub struct ServeEnv {
+    pub names: BTreeSet<String>,
+    pub defaults: BTreeMap<String, String>,
+}
+
+impl ServeEnv {
+    pub fn load() -> Self {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_gpulab"));
+        command.args(["serve", "--help"]);
+        // clap prints a variable's current value in the help: clear ours so the help
+        // shows the binary's defaults, not this shell's settings.
+        for (name, _) in std::env::vars() {
+            if name.starts_with("GPULAB_") {
+                command.env_remove(name);
+            }
+        }
+        let output = command.output().expect("gpulab runs");
+        assert!(output.status.success(), "gpulab serve --help failed");
+        let help = String::from_utf8(output.stdout).unwrap();
+        let parsed = parse_serve_help(&help);
+        assert!(
+            parsed.names.contains("GPULAB_ADDR") && parsed.names.contains("GPULAB_DATABASE"),
+            "could not read the env names from `gpulab serve --help`:\n{help}"
+        );
+        parsed
+    }
+
+    /// The value a variable has in the container: set (uncommented) in .env.example,
+    /// else the binary's default.
+    pub fn effective(&self, name: &str, example: &EnvExample) -> Option<u64> {
+        example
+            .set
+            .get(name)
+            .or_else(|| self.defaults.get(name))
+            .map(|v| {
+                v.parse()
+                    .unwrap_or_else(|_| panic!("{name}={v} is not a number"))
+            })
+    }
+}
+
+/// Reads `[env: NAME=…]` / `[env: NAME]` and the `[default: …]` that follows it.
+pub fn parse_serve_help(help: &str) -> ServeEnv {
+    let mut names = BTreeSet::new();
+    let mut defaults = BTreeMap::new();
+    let mut current: Option<String> = None;
+    for line in help.lines().map(str::trim) {
+        if line.starts_with('-') {
+            current = None;
+        } else if let Some(rest) = line.strip_prefix("[env: ") {
+            let name: String = rest
+                .chars()
+                .take_while(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || *c == '_')
+                .collect();
+            names.insert(name.clone());
+            current = Some(name);
+        } else if let Some(rest) = line.strip_prefix("[default: ")
+            && let Some(name) = current.take()
+        {
+            defaults.insert(name, rest.trim_end_matches(']').to_string());
+        }
+    }
+    ServeEnv { names, defaults }
+}
+
+/// Environment variables the server reads directly (`std::env::var("GPULAB_…")`) rather
+/// than through a `serve` flag, e.g. GPULAB_CUDA_INCLUDE for NVRTC's headers.
+pub fn variables_read_by_the_server() -> BTreeSet<String> {
+    let mut names = BTreeSet::new();
+    for file in files_under(&repo_path("server")) {
+        if file.extension().is_some_and(|e| e == "rs") {
+            let text = std::fs::read_to_string(file).unwrap();
+            for (at, _) in text.match_indices("env::var(\"GPULAB_") {
+                let rest = &text[at + "env::var(\"".len()..];
+                names.insert(rest[..rest.find('"').unwrap()].to_string());
+            }
+        }
+    }
+    names
+}
+
+/// Every `GPULAB_…` name in `text`; prefixes written as a family (`GPULAB_*`,
+/// `GPULAB_MAX_*`) are left out.
+pub fn gpulab_names(text: &str) -> BTreeSet<String> {
+    let mut names = BTreeSet::new();
+    for (at, _) in text.match_indices("GPULAB_") {
+        let before = text[..at].chars().next_back();
+        if before.is_some_and(|c| c.is_ascii_alphanumeric() || c == '_') {
+            continue;
+        }
+        let name: String = text[at..]
+            .chars()
+            .take_while(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || *c == '_')
+            .collect();
+        if !name.ends_with('_') {
+            names.insert(name);
+        }
+    }
+    names
+}
+
+pub fn read(relative: &str) -> String {
+    std::fs::read_to_string(repo_path(relative))
+        .unwrap_or_else(|e| panic!("cannot read {relative}: {e}"))
+}
+
+pub fn files_under(dir: &Path) -> Vec<PathBuf> {
+    let mut files = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                stack.push(path);
+            } else {
+                files.push(path);
+            }
+        }
+    }
+    files.sort();
+    files
+}
+
+/// `path` relative to the repository, with `/` separators.
+pub fn relative(path: &Path) -> String {
+    path.strip_prefix(repo_path(""))
+        .unwrap()
+        .components()
+        .map(|c| c.as_os_str().to_string_lossy().into_owned())
+        .collect::<Vec<_>>()
+        .join("/")
+}
+
+/// Resolves `.` and `..` without touching the file system.
+pub fn normalise(path: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for component in path.components() {
+        match component {
+            Component::ParentDir => {
+                out.pop();
+            }
+            Component::CurDir => {}
+            other => out.push(other),
+        }
+    }
+    out
+}
+
+/// Everything the compiler reads besides `server/*.rs`: `include_str!`/`include_bytes!`
+/// files, rust-embed `#[folder]`s and askama's template folders.
+pub fn embedded_paths() -> Vec<PathBuf> {
+    let root = repo_path("");
+    let mut paths = Vec::new();
+    for file in files_under(&repo_path("server")) {
+        if file.extension().is_none_or(|e| e != "rs") {
+            continue;
+        }
+        let text = std::fs::read_to_string(&file).unwrap();
+        for macro_name in ["include_str!(\"", "include_bytes!(\""] {
+            for (at, _) in text.match_indices(macro_name) {
+                let rest = &text[at + macro_name.len()..];
+                let target = &rest[..rest.find('"').unwrap()];
+                paths.push(normalise(&file.parent().unwrap().join(target)));
+            }
+        }
+        for marker in ["#[folder = \"", "config = \""] {
+            for (at, _) in text.match_indices(marker) {
+                let rest = &text[at + marker.len()..];
+                paths.push(normalise(&root.join(&rest[..rest.find('"').unwrap()])));
+            }
+        }
+    }
+    // askama's config names its template folders, relative to the crate root.
+    let configs: Vec<PathBuf> = paths
+        .iter()
+        .filter(|p| p.extension().is_some_and(|e| e == "toml"))
+        .cloned()
+        .collect();
+    for config in configs {
+        let table: toml::Table = std::fs::read_to_string(config).unwrap().parse().unwrap();
+        if let Some(dirs) = table
+            .get("general")
+            .and_then(|g| g.get("dirs"))
+            .and_then(|d| d.as_array())
+        {
+            paths.extend(dirs.iter().map(|d| root.join(d.as_str().unwrap())));
+        }
+    }
+    paths.sort();
+    paths.dedup();
+    paths
+}
+
+// ---------------------------------------------------------------------------------------
+
+#[test]
+fn the_help_and_name_readers_read_what_they_claim_to() {
+    let help = parse_serve_help(
+        "      --addr <ADDR>\n          x\n          [env: GPULAB_ADDR=]\n          [default: 127.0.0.1:8000]\n      --token <T>\n          [env: GPULAB_TOKEN]\n      --n <N>\n          [default: 3]\n",
+    );
+    assert_eq!(help.defaults["GPULAB_ADDR"], "127.0.0.1:8000");
+    assert!(help.names.contains("GPULAB_TOKEN") && !help.defaults.contains_key("GPULAB_TOKEN"));
+    assert_eq!(
+        gpulab_names("x GPULAB_A_B, `GPULAB_C=1` NOTGPULAB_D GPULAB_* GPULAB_MAX_*"),
+        BTreeSet::from(["GPULAB_A_B".to_string(), "GPULAB_C".to_string()])
+    );
+}

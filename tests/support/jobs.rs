@@ -1,0 +1,47 @@
+//! Experiments as a client runs them: post, then poll the job until it is done.
+
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use super::TestApp;
+
+/// Polls job `id` until it is done or failed (two minutes at most); returns the job.
+pub async fn wait_for(app: &TestApp, id: u64) -> Value {
+    let deadline = Instant::now() + Duration::from_secs(120);
+    loop {
+        let job: Value = app
+            .get(&format!("/api/jobs/{id}"))
+            .await
+            .json()
+            .await
+            .unwrap();
+        match job["status"].as_str().unwrap() {
+            "done" | "failed" => return job,
+            "queued" => assert!(job["position"].as_u64().unwrap() >= 1),
+            "running" => {}
+            other => panic!("unknown status {other}"),
+        }
+        assert!(Instant::now() < deadline, "job {id} did not finish");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+pub async fn post(app: &TestApp, path: &str, body: Value) -> reqwest::Response {
+    reqwest::Client::new()
+        .post(format!("{}{path}", app.base))
+        .json(&body)
+        .send()
+        .await
+        .unwrap()
+}
+
+/// Runs `body` at `path` to completion; asserts 202 and `done`, returns the result.
+pub async fn run(app: &TestApp, path: &str, body: Value) -> Value {
+    let response = post(app, path, body).await;
+    assert_eq!(response.status(), reqwest::StatusCode::ACCEPTED);
+    let queued: Value = response.json().await.unwrap();
+    let job = wait_for(app, queued["job_id"].as_u64().unwrap()).await;
+    assert_eq!(job["status"], "done", "{job}");
+    job["result"].clone()
+}
