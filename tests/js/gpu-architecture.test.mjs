@@ -3,6 +3,7 @@
 // them (108 × 64 = 6,912; H100 SXM 132 × 128 = 16,896), and the toy block scheduler's
 // waves for the lesson's relu launch (2,048 blocks of 256 threads).
 import { test } from 'node:test';
+import { clampInt } from '../../web/static/js/logic/numbers.js';
 import assert from 'node:assert/strict';
 import {
   totalCores,
@@ -11,7 +12,6 @@ import {
   frameAt,
   blockOn,
   animationMillis,
-  clampInt,
   PRESETS,
   DEFAULT_BLOCKS,
   RELU_ELEMENTS,

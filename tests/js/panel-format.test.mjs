@@ -1,10 +1,11 @@
 // Unit tests for the experiment panels' number formatting (web/static/js/logic/panel-format.js):
 // the units a student reads under every live measurement.
 import { test } from 'node:test';
+import { clampInt } from '../../web/static/js/logic/numbers.js';
 import assert from 'node:assert/strict';
 import {
   formatSig, formatInt, formatBytes, formatGbps, formatMs, formatFlops, formatPercent,
-  formatTimes, formatSpread, formatError, clampInt, powerOfTwoSteps, largestStepAtMost,
+  formatTimes, formatSpread, formatError, powerOfTwoSteps, largestStepAtMost,
 } from '../../web/static/js/logic/panel-format.js';
 
 test('significant digits drop trailing zeros and group thousands', () => {
@@ -54,10 +55,11 @@ test('rates, ratios and spreads', () => {
 });
 
 test('clamping and size steps stay inside the server caps', () => {
-  assert.equal(clampInt('5000', 1, 4096), 4096);
-  assert.equal(clampInt(-3, 1, 10), 1);
-  assert.equal(clampInt('abc', 1, 10, 7), 7);
-  assert.equal(clampInt(3.6, 1, 10), 4);
+  assert.equal(clampInt('5000', { min: 1, max: 4096 }), 4096);
+  assert.equal(clampInt(-3, { min: 1, max: 10 }), 1);
+  assert.equal(clampInt('abc', { min: 1, max: 10 }, 7), 7);
+  assert.equal(clampInt('', { min: 1, max: 10 }, 70), 10, 'the fallback is kept in range too');
+  assert.equal(clampInt(3.6, { min: 1, max: 10 }), 4);
   assert.deepEqual(powerOfTwoSteps(16, 128), [16, 32, 64, 128]);
   assert.deepEqual(powerOfTwoSteps(1024, 10000), [1024, 2048, 4096, 8192, 10000]);
   assert.deepEqual(powerOfTwoSteps(1000, 4096), [1024, 2048, 4096]);

@@ -3,6 +3,7 @@
 // (1,024 tasks: 8 cores need 128 rounds, 256 cores need 4, a 32× difference) and the
 // server's fallback table (fallbacks.rs: rounds = ceil(tasks / cores)).
 import { test } from 'node:test';
+import { clampInt } from '../../web/static/js/logic/numbers.js';
 import assert from 'node:assert/strict';
 import {
   roundsNeeded,
@@ -10,7 +11,6 @@ import {
   laneAt,
   formatRatio,
   verdict,
-  clampInt,
   animationMillis,
   LIMITS,
 } from '../../web/static/js/logic/parallel-race.js';

@@ -3,6 +3,7 @@
 // block 2, 256 threads per block: i = 549, warp 1, lane 5), the guard for the 1,000-element
 // relu launch of 4 × 256 threads, and the fallback's warp counts.
 import { test } from 'node:test';
+import { clampInt } from '../../web/static/js/logic/numbers.js';
 import assert from 'node:assert/strict';
 import {
   globalIndex,
@@ -13,7 +14,6 @@ import {
   defaultElements,
   describe,
   workedSteps,
-  clampInt,
   LIMITS,
   LEVELS,
 } from '../../web/static/js/logic/thread-hierarchy.js';

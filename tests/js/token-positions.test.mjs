@@ -2,6 +2,7 @@
 // batch or sequence halves positions (50%); halving the sequence leaves 25% of the
 // attention scores; the byte sizes match the lesson's 12,582,912 and 25,165,824.
 import { test } from 'node:test';
+import { thousands } from '../../web/static/js/logic/numbers.js';
 import assert from 'node:assert/strict';
 import {
   attentionScoreBytes,
@@ -10,7 +11,6 @@ import {
   halve,
   hiddenStateBytes,
   megabytes,
-  thousands,
   tokenPositions,
 } from '../../web/static/js/logic/token-positions.js';
 

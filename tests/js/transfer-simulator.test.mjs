@@ -1,6 +1,7 @@
 // Unit tests of the transfer simulator's logic (lesson 4): tensor sizes, copy times, the
 // console lines and the device errors must match the lesson and the server's fallback.
 import { test } from 'node:test';
+import { thousands } from '../../web/static/js/logic/numbers.js';
 import assert from 'node:assert/strict';
 import {
   NUMPY_ERROR,
@@ -16,7 +17,6 @@ import {
   move,
   runOperation,
   tensorBytes,
-  thousands,
 } from '../../web/static/js/logic/transfer-simulator.js';
 
 const byName = Object.fromEntries(TENSORS.map((t) => [t.name, t]));

@@ -1,12 +1,36 @@
-// Small DOM helpers shared by the lesson widgets: building elements without innerHTML
-// (the site's CSP and its escaping rules forbid markup from strings) and reading the
-// reader's motion preference.
+// Small DOM helpers shared by every widget and experiment panel: building elements
+// without innerHTML (the site's CSP and its escaping rules forbid markup from strings)
+// and reading the reader's motion preference.
 
-/** A `tag` element with an optional class and text content. */
-export function el(tag, className, text) {
+function append(node, children) {
+  for (const child of children) {
+    if (child === null || child === undefined || child === false) continue;
+    if (Array.isArray(child)) append(node, child);
+    else node.append(child instanceof Node ? child : document.createTextNode(String(child)));
+  }
+}
+
+/**
+ * A `tag` element. `attrs` is either a class name (`el('p', 'note', 'text')`) or an
+ * object of attributes (`el('p', {class: 'x', 'aria-live': 'polite'}, 'text', child)`;
+ * `text` sets the text, `true` sets an empty attribute, null/undefined/false are
+ * skipped). Children: strings become text nodes, nodes are appended, arrays are
+ * flattened, null/undefined/false are skipped. Nothing is ever parsed as HTML.
+ */
+export function el(tag, attrs, ...children) {
   const node = document.createElement(tag);
-  if (className) node.className = className;
-  if (text !== undefined) node.textContent = text;
+  if (typeof attrs === 'string') {
+    node.className = attrs;
+  } else {
+    for (const [key, value] of Object.entries(attrs || {})) {
+      if (value === null || value === undefined || value === false) continue;
+      if (key === 'class') node.className = value;
+      else if (key === 'text') node.textContent = value;
+      else if (value === true) node.setAttribute(key, '');
+      else node.setAttribute(key, String(value));
+    }
+  }
+  append(node, children);
   return node;
 }
 

@@ -8,6 +8,7 @@
 
 import {
   el, showResults, loadDevice, standardPanel, runJob, dataTable, statList, finding, provenanceDetails,
+  experimentSpec,
 } from './panel.js';
 import { categoryBars } from './panel-bars.js';
 import { formatBytes, formatInt, formatMs, formatSig, formatSpread, formatTimes } from '../logic/panel-format.js';
@@ -82,14 +83,15 @@ function renderLogging(results, result) {
 export async function mount(figure, params) {
   const info = await loadDevice();
   const device = info && info.device;
-  const kase = CASES[params.case] ? params.case : 'batch-on-host';
+  const spec = experimentSpec(info, 'break-it');
+  const kase = CASES[params.case] ? params.case : spec.defaults.case;
   standardPanel(figure, device, {
     intro: CASES[kase].intro,
     fields: [],
     runLabel: CASES[kase].runLabel,
     resultsSize: kase === 'batch-on-host' ? 'list' : 'bars',
     onRun: async (_values, { status, results }) => {
-      const result = await runJob({ url: '/api/experiments/break-it', body: { case: kase }, status, device, results });
+      const result = await runJob({ url: spec.path, body: { case: kase }, status, device, results });
       if (!result) return;
       if (result.case === 'log-every-step') renderLogging(results, result);
       else renderPlacement(results, result);

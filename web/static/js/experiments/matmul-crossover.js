@@ -7,6 +7,7 @@
 
 import {
   el, showResults, uniqueId, loadDevice, standardPanel, runJob, dataTable, statList, finding, provenanceDetails, legend,
+  experimentSpec, boundsOf, startValue,
 } from './panel.js';
 import { mountChart, axis, xAxis, lineSeries, log2Values } from './panel-chart.js';
 import { matmulSeries, crossoverSize } from '../logic/panel-series.js';
@@ -165,10 +166,11 @@ function render(results, result, state) {
 export async function mount(figure, params) {
   const info = await loadDevice();
   const device = info && info.device;
-  const cap = (info && info.limits && info.limits.max_matmul_size) || 512;
-  const steps = powerOfTwoSteps(16, cap);
-  let target = Math.min(Number(params.max_size) || 4096, cap);
-  if (!device || device.kind === 'cpu') target = Math.min(target, CPU_DEFAULT_SIZE);
+  const spec = experimentSpec(info, 'matmul');
+  const { min, max: cap } = boundsOf(spec, 'max_size');
+  const steps = powerOfTwoSteps(min, cap);
+  let target = startValue(spec, params, 'max_size');
+  if (device.kind === 'cpu') target = Math.min(target, CPU_DEFAULT_SIZE);
   const state = { chart: null, mode: 'time' };
   standardPanel(figure, device, {
     intro: 'Square FP32 matrix products from 16 × 16 upward, timed on the CPU and, when there is one, on the GPU.',
@@ -183,7 +185,7 @@ export async function mount(figure, params) {
     runLabel: 'Run the sweep',
     resultsSize: 'chart',
     onRun: async (values, { status, results }) => {
-      const result = await runJob({ url: '/api/experiments/matmul', body: { max_size: values.max_size }, status, device, results });
+      const result = await runJob({ url: spec.path, body: { max_size: values.max_size }, status, device, results });
       if (result) render(results, result, state);
     },
   });

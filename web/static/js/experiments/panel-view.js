@@ -1,9 +1,12 @@
-// Shared view pieces of the live-experiment panels: a DOM builder that only ever sets
-// text (server data never goes through innerHTML), the scrollable numbers table, the
+// Shared view pieces of the live-experiment panels (built with dom.js's el(), which only
+// ever sets text: server data never goes through innerHTML): the scrollable numbers table, the
 // headline statistics, the provenance stamp and the CPU-backend banners. panel.js
 // re-exports everything here, so an experiment module imports from one place.
 
+import { el } from '../dom.js';
 import { formatSig } from '../logic/panel-format.js';
+
+export { el };
 
 let idCounter = 0;
 
@@ -11,31 +14,6 @@ let idCounter = 0;
 export function uniqueId(prefix) {
   idCounter += 1;
   return `exp-${prefix}-${idCounter}`;
-}
-
-/**
- * `el('p', {class: 'x', 'aria-live': 'polite'}, 'text', child)`. Strings become text
- * nodes; null, undefined and false children are skipped; arrays are flattened.
- */
-export function el(tag, attrs = {}, ...children) {
-  const node = document.createElement(tag);
-  for (const [key, value] of Object.entries(attrs || {})) {
-    if (value === null || value === undefined || value === false) continue;
-    if (key === 'class') node.className = value;
-    else if (key === 'text') node.textContent = value;
-    else if (value === true) node.setAttribute(key, '');
-    else node.setAttribute(key, String(value));
-  }
-  append(node, children);
-  return node;
-}
-
-function append(node, children) {
-  for (const child of children) {
-    if (child === null || child === undefined || child === false) continue;
-    if (Array.isArray(child)) append(node, child);
-    else node.append(child instanceof Node ? child : document.createTextNode(String(child)));
-  }
 }
 
 /**

@@ -7,7 +7,7 @@
 // (tables, provenance, legend) live in panel-view.js and are re-exported here.
 
 import { el, uniqueId, cpuBanner } from './panel-view.js';
-import { clampInt } from '../logic/panel-format.js';
+import { clampInt } from '../logic/numbers.js';
 import {
   apiErrorMessage, jobStatusText, pollDelayMs, queueFullMessage, retryAfterSeconds,
 } from '../logic/panel-job.js';
@@ -22,6 +22,29 @@ export function loadDevice() {
     devicePromise = requestJson('GET', '/api/device').then((r) => (r.ok ? r.data : null));
   }
   return devicePromise;
+}
+
+/**
+ * The registered experiment `name` as /api/device describes it — `{name, path,
+ * defaults, rules}`, the server's single source of its defaults and bounds — or null
+ * when the server could not be reached.
+ */
+export function experimentSpec(info, name) {
+  return ((info && info.experiments) || []).find((e) => e.name === name) || null;
+}
+
+/** `{min, max}` of a numeric parameter of `spec` on this server. */
+export function boundsOf(spec, field) {
+  const rule = spec.rules.find((r) => r.field === field && r.kind === 'range');
+  return rule ? { min: rule.min, max: rule.max } : { min: -Infinity, max: Infinity };
+}
+
+/**
+ * The starting value of `field`: the lesson directive's (`params`), else the
+ * experiment's default, kept inside this server's bounds.
+ */
+export function startValue(spec, params, field) {
+  return clampInt(params[field] ?? spec.defaults[field], boundsOf(spec, field), spec.defaults[field]);
 }
 
 /**
@@ -99,7 +122,7 @@ export function controlsForm({ fields, runLabel = 'Run', onRun }) {
       const option = f.options.find((o) => String(o.value) === input.value) || f.options[0];
       return [f.name, option.value];
     }
-    const n = clampInt(input.value, Number(input.min), Number(input.max), f.value);
+    const n = clampInt(input.value, { min: Number(input.min), max: Number(input.max) }, f.value);
     input.value = String(n);
     return [f.name, n];
   }));

@@ -7,6 +7,7 @@
 
 import {
   el, showResults, loadDevice, standardPanel, runJob, dataTable, statList, finding, provenanceDetails, legend,
+  experimentSpec, boundsOf, startValue,
 } from './panel.js';
 import { categoryBars } from './panel-bars.js';
 import { formatError, formatFlops, formatMs, formatPercent, formatSpread, formatTimes, powerOfTwoSteps, largestStepAtMost } from '../logic/panel-format.js';
@@ -77,10 +78,11 @@ function render(results, result) {
 export async function mount(figure, params) {
   const info = await loadDevice();
   const device = info && info.device;
-  const cap = (info && info.limits && info.limits.max_matmul_size) || 1024;
-  const steps = powerOfTwoSteps(64, cap);
-  let target = Math.min(Number(params.size) || 4096, cap);
-  if (!device || device.kind === 'cpu') target = Math.min(target, CPU_DEFAULT_SIZE);
+  const spec = experimentSpec(info, 'precision');
+  const { min, max: cap } = boundsOf(spec, 'size');
+  const steps = powerOfTwoSteps(min, cap);
+  let target = startValue(spec, params, 'size');
+  if (device.kind === 'cpu') target = Math.min(target, CPU_DEFAULT_SIZE);
   standardPanel(figure, device, {
     intro: 'The same matrix product in four formats, each compared with an FP64 reference.',
     fields: [{
@@ -89,12 +91,12 @@ export async function mount(figure, params) {
       type: 'select',
       value: largestStepAtMost(steps, target),
       options: steps.map((n) => ({ value: n, label: side(n) })),
-      hint: `64 up to ${side(cap)} on this server`,
+      hint: `${side(min)} up to ${side(cap)} on this server`,
     }],
     runLabel: 'Run the shoot-out',
     resultsSize: 'chart',
     onRun: async (values, { status, results }) => {
-      const result = await runJob({ url: '/api/experiments/precision', body: { size: values.size }, status, device, results });
+      const result = await runJob({ url: spec.path, body: { size: values.size }, status, device, results });
       if (result) render(results, result);
     },
   });

@@ -7,6 +7,7 @@
 
 import {
   el, showResults, loadDevice, standardPanel, runJob, dataTable, statList, finding, provenanceDetails, legend,
+  experimentSpec,
 } from './panel.js';
 import { mountChart, axis, xAxis } from './panel-chart.js';
 import { timelineEnd, hiddenWork } from '../logic/panel-series.js';
@@ -123,7 +124,7 @@ export async function mount(figure) {
     runLabel: 'Run the timing test',
     resultsSize: 'chart',
     onRun: async (_values, { status, results }) => {
-      const result = await runJob({ url: '/api/experiments/timing', body: {}, status, device, results });
+      const result = await runJob({ url: experimentSpec(info, 'timing').path, body: {}, status, device, results });
       if (result) render(results, result, device, state);
     },
   });

@@ -6,10 +6,12 @@
 
 import {
   el, showResults, loadDevice, standardPanel, runJob, dataTable, statList, finding, provenanceDetails, legend, resultBackendNote,
+  experimentSpec, boundsOf, startValue,
 } from './panel.js';
 import { mountChart, axis, xAxis, lineSeries, referenceSeries } from './panel-chart.js';
 import { CHANCE_LOSS, loggingCost } from '../logic/panel-series.js';
-import { clampInt, formatInt, formatMs, formatPercent, formatSig, formatSpread, formatTimes } from '../logic/panel-format.js';
+import { clampInt } from '../logic/numbers.js';
+import { formatInt, formatMs, formatPercent, formatSig, formatSpread, formatTimes } from '../logic/panel-format.js';
 
 const KEEP_RUNS = 4;
 const RUN_STYLES = [
@@ -118,29 +120,28 @@ function render(results, runs, device, state) {
 export async function mount(figure, params) {
   const info = await loadDevice();
   const device = info && info.device;
-  const limits = (info && info.limits) || {};
-  const maxSteps = limits.max_train_steps || 2000;
-  const maxHidden = limits.max_hidden || 1024;
-  const maxBatch = limits.max_batch || 4096;
-  const steps = clampInt(params.steps ?? 200, 1, maxSteps);
+  const spec = experimentSpec(info, 'training');
+  const [batch, hidden, stepBounds] = ['batch', 'hidden', 'steps'].map((f) => boundsOf(spec, f));
+  const steps = startValue(spec, params, 'steps');
+  const choice = (field, options) => (options.includes(params[field]) ? params[field] : spec.defaults[field]);
   const state = { chart: null };
   const runs = [];
   let counter = 0;
   const panel = standardPanel(figure, device, {
     intro: 'A small classifier (Linear → ReLU → Linear) learns to route synthetic access tickets to one of three actions.',
     fields: [
-      { name: 'batch', label: 'Batch size', type: 'number', min: 1, max: maxBatch, value: clampInt(params.batch ?? 32, 1, maxBatch), hint: `tickets per step, 1 to ${formatInt(maxBatch)}` },
-      { name: 'hidden', label: 'Hidden width', type: 'number', min: 1, max: maxHidden, value: clampInt(params.hidden ?? 128, 1, maxHidden), hint: `1 to ${formatInt(maxHidden)}` },
-      { name: 'steps', label: 'Steps', type: 'number', min: 1, max: maxSteps, value: steps, hint: `1 to ${formatInt(maxSteps)} on this server` },
-      { name: 'log_every', label: 'Log the loss every', type: 'number', min: 1, max: steps, value: clampInt(params.log_every ?? 10, 1, steps), hint: 'steps (1 to the step count)' },
-      { name: 'precision', label: 'Precision', type: 'select', value: params.precision === 'bf16' ? 'bf16' : 'fp32', options: [{ value: 'fp32', label: 'FP32' }, { value: 'bf16', label: 'BF16 (mixed)' }] },
-      { name: 'optimizer', label: 'Optimizer', type: 'select', value: params.optimizer === 'sgd' ? 'sgd' : 'adam', options: [{ value: 'adam', label: 'Adam' }, { value: 'sgd', label: 'SGD' }] },
+      { name: 'batch', label: 'Batch size', type: 'number', ...batch, value: startValue(spec, params, 'batch'), hint: `tickets per step, ${formatInt(batch.min)} to ${formatInt(batch.max)}` },
+      { name: 'hidden', label: 'Hidden width', type: 'number', ...hidden, value: startValue(spec, params, 'hidden'), hint: `${formatInt(hidden.min)} to ${formatInt(hidden.max)}` },
+      { name: 'steps', label: 'Steps', type: 'number', ...stepBounds, value: steps, hint: `${formatInt(stepBounds.min)} to ${formatInt(stepBounds.max)} on this server` },
+      { name: 'log_every', label: 'Log the loss every', type: 'number', min: 1, max: steps, value: clampInt(params.log_every ?? spec.defaults.log_every, { min: 1, max: steps }), hint: 'steps (1 to the step count)' },
+      { name: 'precision', label: 'Precision', type: 'select', value: choice('precision', ['fp32', 'bf16']), options: [{ value: 'fp32', label: 'FP32' }, { value: 'bf16', label: 'BF16 (mixed)' }] },
+      { name: 'optimizer', label: 'Optimizer', type: 'select', value: choice('optimizer', ['adam', 'sgd']), options: [{ value: 'adam', label: 'Adam' }, { value: 'sgd', label: 'SGD' }] },
     ],
     runLabel: 'Train',
     resultsSize: 'chart',
     onRun: async (values, { status, results }) => {
       const body = { ...values, log_every: Math.min(values.log_every, values.steps) };
-      const result = await runJob({ url: '/api/experiments/training', body, status, device, results });
+      const result = await runJob({ url: spec.path, body, status, device, results });
       if (!result) return;
       counter += 1;
       runs.push({ ...result, runNumber: counter });
@@ -150,7 +151,7 @@ export async function mount(figure, params) {
   });
   const { steps: stepsInput, log_every: logInput } = panel.controls.inputs;
   stepsInput.addEventListener('input', () => {
-    const n = clampInt(stepsInput.value, 1, maxSteps, steps);
+    const n = clampInt(stepsInput.value, stepBounds, steps);
     logInput.max = String(n);
   });
 }

@@ -6,6 +6,7 @@
 
 import {
   el, showResults, loadDevice, standardPanel, runJob, dataTable, statList, finding, provenanceDetails, legend,
+  experimentSpec, boundsOf, startValue,
 } from './panel.js';
 import { mountChart, axis, xAxis, lineSeries, referenceSeries, log2Values } from './panel-chart.js';
 import { transferSeries, bestTransfer } from '../logic/panel-series.js';
@@ -91,11 +92,11 @@ function render(results, result, device, state) {
 export async function mount(figure, params) {
   const info = await loadDevice();
   const device = info && info.device;
-  const limits = (info && info.limits) || {};
-  const cap = limits.max_transfer_bytes || 64 * 1024 * 1024;
-  const steps = powerOfTwoSteps(Math.max(limits.min_transfer_bytes || 1024, 4096), cap);
-  let target = Math.min(Number(params.max_bytes) || 1 << 30, cap);
-  if (!device || device.kind === 'cpu') target = Math.min(target, CPU_DEFAULT_BYTES);
+  const spec = experimentSpec(info, 'transfer');
+  const { min, max: cap } = boundsOf(spec, 'max_bytes');
+  const steps = powerOfTwoSteps(Math.max(min, 4096), cap);
+  let target = startValue(spec, params, 'max_bytes');
+  if (device.kind === 'cpu') target = Math.min(target, CPU_DEFAULT_BYTES);
   const state = { chart: null };
   standardPanel(figure, device, {
     intro: 'Copies of growing size, timed repeatedly; the chart shows the median bandwidth of each.',
@@ -110,7 +111,7 @@ export async function mount(figure, params) {
     runLabel: 'Run the benchmark',
     resultsSize: 'chart',
     onRun: async (values, { status, results }) => {
-      const result = await runJob({ url: '/api/experiments/transfer', body: { max_bytes: values.max_bytes }, status, device, results });
+      const result = await runJob({ url: spec.path, body: { max_bytes: values.max_bytes }, status, device, results });
       if (result) render(results, result, device, state);
     },
   });

@@ -4,6 +4,8 @@
 // No DOM here, so node's test runner checks the same numbers the server's fallback table
 // shows (server/course/fallbacks.rs: amdahl_speedup, the N column, "{:.2}×" and "{:.1}×").
 
+import { thousands } from './numbers.js';
+
 /** The core counts in the server's no-JavaScript table, in the same order. */
 export const TABLE_CORE_COUNTS = [1, 2, 8, 64, 1024, 10000];
 
@@ -53,11 +55,6 @@ export function formatCeiling(p) {
 /** A plain decimal for the worked steps, without float noise (0.05, not 0.0500000004). */
 export function plain(x, significant = 4) {
   return x.toLocaleString('en-US', { maximumSignificantDigits: significant, useGrouping: false });
-}
-
-/** Whole numbers with thousands separators. */
-export function thousands(n) {
-  return Math.round(n).toLocaleString('en-US');
 }
 
 /** The formula with p and N substituted, step by step, as lines of text. */

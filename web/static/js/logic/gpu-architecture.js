@@ -103,14 +103,3 @@ export function animationMillis(launch) {
   return Math.min(4000, Math.max(800, launch.totalSteps * 40));
 }
 
-/** Whole numbers with thousands separators. */
-export function thousands(n) {
-  return Math.round(n).toLocaleString('en-US');
-}
-
-/** Reads an integer from a form value, clamped to [min, max]; NaN gives `fallback`. */
-export function clampInt(value, { min, max }, fallback) {
-  const n = Math.round(Number(value));
-  if (value === '' || value === null || !Number.isFinite(n)) return fallback;
-  return Math.min(max, Math.max(min, n));
-}

@@ -5,6 +5,8 @@
 // the transfer benchmark measures it), times picked from ns / µs / ms / s so a reader
 // never has to count zeros.
 
+import { thousands } from './numbers.js';
+
 const BINARY_UNITS = ['B', 'KiB', 'MiB', 'GiB', 'TiB'];
 
 /** `x` to `sig` significant digits, without trailing zeros; thousands grouped. */
@@ -21,10 +23,10 @@ export function formatSig(x, sig = 3) {
   return String(rounded);
 }
 
-/** Whole numbers with thousands separators: 4096 → "4,096". */
+/** Whole numbers with thousands separators, or a dash when there is no number. */
 export function formatInt(n) {
   if (n === null || n === undefined || !Number.isFinite(n)) return '—';
-  return Math.round(n).toLocaleString('en-US');
+  return thousands(n);
 }
 
 /** Bytes in binary units: 1024 → "1 KiB", 67108864 → "64 MiB", 1500 → "1.46 KiB". */
@@ -98,13 +100,6 @@ export function formatError(x) {
     return x.toExponential(1).replace('.0e', 'e').replace('e-', 'e−');
   }
   return formatSig(x);
-}
-
-/** Integer `value` forced into [min, max]; non-numbers become `fallback`. */
-export function clampInt(value, min, max, fallback = min) {
-  const n = Math.round(Number(value));
-  if (!Number.isFinite(n)) return Math.min(Math.max(fallback, min), max);
-  return Math.min(Math.max(n, min), max);
 }
 
 /**

@@ -69,23 +69,11 @@ export function formatRatio(ratio) {
   return `${Number.isInteger(rounded) ? rounded : rounded.toFixed(2)}×`;
 }
 
-/** Whole numbers with thousands separators, like the server's fallback tables. */
-export function thousands(n) {
-  return Math.round(n).toLocaleString('en-US');
-}
-
 /** One sentence that says who wins and by how much. */
 export function verdict(result) {
   if (result.winner === 'tie') return 'Both lanes finish at the same time.';
   const who = result.winner === 'gpu' ? 'GPU' : 'CPU';
   return `The ${who} finishes ${formatRatio(result.ratio)} sooner.`;
-}
-
-/** Reads an integer from a form value, clamped to [min, max]; NaN gives `fallback`. */
-export function clampInt(value, { min, max }, fallback) {
-  const n = Math.round(Number(value));
-  if (value === '' || value === null || !Number.isFinite(n)) return fallback;
-  return Math.min(max, Math.max(min, n));
 }
 
 /** Wall-clock length of the animation: ~25 ms a round of the slower lane, 0.6–3 s. */

@@ -4,6 +4,8 @@
 // the index guard lets it touch an element. No DOM here, so node's test runner checks
 // the numbers the widget (widgets/thread-hierarchy.js) prints.
 
+import { thousands } from './numbers.js';
+
 export const WARP_SIZE = 32;
 
 /** The largest grid the widget draws block by block, and CUDA's block-size limit. */
@@ -115,14 +117,3 @@ export function workedSteps({ blockDim, blockIdx, threadIdx, elements }) {
   };
 }
 
-/** Whole numbers with thousands separators. */
-export function thousands(n) {
-  return Math.round(n).toLocaleString('en-US');
-}
-
-/** Reads an integer from a form value, clamped to [min, max]; NaN gives `fallback`. */
-export function clampInt(value, { min, max }, fallback) {
-  const n = Math.round(Number(value));
-  if (value === '' || value === null || !Number.isFinite(n)) return fallback;
-  return Math.min(max, Math.max(min, n));
-}

@@ -49,10 +49,6 @@ export function formatPercent(p) {
   return `${rounded.toLocaleString('en-US', { maximumFractionDigits: 2 })}%`;
 }
 
-export function thousands(n) {
-  return Math.round(n).toLocaleString('en-US');
-}
-
 /** Decimal megabytes as the lesson writes them: 12,582,912 B → "12.58 MB". */
 export function megabytes(bytes) {
   return `${(bytes / 1e6).toFixed(2)} MB`;

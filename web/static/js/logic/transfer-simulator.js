@@ -4,6 +4,8 @@
 // number the widget prints: the byte counts and copy times must match the lesson's table
 // and the server's no-JavaScript fallback (server/course/fallbacks.rs).
 
+import { thousands } from './numbers.js';
+
 /** Bytes per element of the dtypes the lesson uses. */
 export const BYTES_PER_ELEMENT = { float32: 4, float16: 2, bfloat16: 2, int64: 8 };
 
@@ -51,11 +53,6 @@ export function tensorBytes(tensor) {
 /** Seconds to move `bytes` over a link of `gbps` gigabytes (1e9 bytes) per second. */
 export function copySeconds(bytes, gbps) {
   return bytes / (gbps * 1e9);
-}
-
-/** 19267584 → "19,267,584". */
-export function thousands(n) {
-  return Math.round(n).toLocaleString('en-US');
 }
 
 /** Decimal units, as the lesson uses: 19.27 MB, 1.05 MB, 2.05 KB. */

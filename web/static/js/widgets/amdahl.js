@@ -4,6 +4,7 @@
 // no-JavaScript fallback prints. The point: the serial part, not the core count, sets
 // the ceiling. The arithmetic lives in logic/amdahl.js.
 
+import { thousands } from '../logic/numbers.js';
 import { el } from '../dom.js';
 import {
   MAX_CORES,
@@ -21,7 +22,6 @@ import {
   curve,
   niceTop,
   plain,
-  thousands,
   clampNumber,
 } from '../logic/amdahl.js';
 

@@ -4,6 +4,7 @@
 // (A100, H100 SXM, GTX 1650) so the student sees the same launch take 19 waves on 108 SMs
 // and 147 on 14. The arithmetic and the scheduling model live in logic/gpu-architecture.js.
 
+import { clampInt, thousands } from '../logic/numbers.js';
 import { el, reducedMotion } from '../dom.js';
 import {
   LIMITS,
@@ -14,8 +15,6 @@ import {
   plan,
   frameAt,
   animationMillis,
-  thousands,
-  clampInt,
 } from '../logic/gpu-architecture.js';
 
 let instances = 0;

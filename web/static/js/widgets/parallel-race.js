@@ -4,6 +4,7 @@
 // visible: 1,024 tasks take 128 rounds on 8 cores and 4 on 256, and with 8 tasks or
 // fewer the extra GPU cores sit idle. The arithmetic lives in logic/parallel-race.js.
 
+import { clampInt, thousands } from '../logic/numbers.js';
 import { el, reducedMotion } from '../dom.js';
 import {
   LIMITS,
@@ -11,8 +12,6 @@ import {
   race,
   laneAt,
   verdict,
-  thousands,
-  clampInt,
   animationMillis,
 } from '../logic/parallel-race.js';
 

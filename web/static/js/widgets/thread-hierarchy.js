@@ -6,6 +6,7 @@
 // A "quiz me" switch hides the answers until the student types their own index.
 // The arithmetic lives in logic/thread-hierarchy.js.
 
+import { clampInt, thousands } from '../logic/numbers.js';
 import { el } from '../dom.js';
 import {
   WARP_SIZE,
@@ -18,8 +19,6 @@ import {
   warpsPerBlock,
   threadsInWarp,
   warpOf,
-  thousands,
-  clampInt,
 } from '../logic/thread-hierarchy.js';
 
 let instances = 0;

@@ -3,6 +3,7 @@
 // student edits either number or halves it with a button and sees both shares of the
 // starting configuration side by side. The arithmetic is ../logic/token-positions.js.
 
+import { thousands } from '../logic/numbers.js';
 import { el } from '../dom.js';
 import {
   HEADS,
@@ -13,7 +14,6 @@ import {
   halve,
   hiddenStateBytes,
   megabytes,
-  thousands,
 } from '../logic/token-positions.js';
 
 let instances = 0;

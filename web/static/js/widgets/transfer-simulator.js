@@ -4,6 +4,7 @@
 // operation that mixes devices prints PyTorch's error. The numbers come from
 // ../logic/transfer-simulator.js; this file only draws them.
 
+import { thousands } from '../logic/numbers.js';
 import { el } from '../dom.js';
 import {
   DEFAULT_BANDWIDTH_GBPS,
@@ -20,7 +21,6 @@ import {
   move,
   runOperation,
   tensorBytes,
-  thousands,
 } from '../logic/transfer-simulator.js';
 
 const MAX_CONSOLE_LINES = 40;
