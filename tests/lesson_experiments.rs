@@ -114,3 +114,35 @@ async fn break_it_log_every_step_compares_two_logging_styles() {
     assert!((slowdown - median(0) / median(1)).abs() < 1e-9);
     assert!((slowdown - speed(1) / speed(0)).abs() < 1e-6);
 }
+
+#[tokio::test]
+async fn the_streams_pipeline_compares_runs_and_checks_their_outputs() {
+    let app = spawn().await;
+    let body = json!({"chunks": 4, "chunk_mib": 1, "streams": 2});
+    let result = run(&app, "/api/experiments/streams", body).await;
+    let runs = result["runs"].as_array().unwrap();
+    let cpu = result["provenance"]["backend"] == "cpu";
+    // 1 and 2 streams, plus the pageable run on a GPU.
+    assert_eq!(runs.len(), if cpu { 2 } else { 3 }, "{result}");
+    assert_eq!(runs[0]["streams"], 1);
+    assert_eq!(runs[0]["speedup"], 1.0);
+    for run in runs {
+        assert!(run["total_ms"]["median"].as_f64().unwrap() > 0.0, "{run}");
+    }
+    assert_eq!(result["outputs_match"], true);
+    assert_eq!(
+        result["timeline"].as_array().unwrap().len(),
+        12,
+        "3 steps × 4 chunks"
+    );
+    assert_eq!(result["chunk_bytes"], 1 << 20);
+    assert!(
+        result["provenance"]["method"]
+            .as_str()
+            .unwrap()
+            .contains("round-robin")
+    );
+    let too_much = json!({"chunks": 32, "chunk_mib": 1024, "streams": 2});
+    let refused = post(&app, "/api/experiments/streams", too_much).await;
+    assert_eq!(refused.status(), StatusCode::UNPROCESSABLE_ENTITY);
+}

@@ -20,6 +20,7 @@ pub mod matmul;
 pub mod params;
 pub mod precision;
 pub mod selftest;
+pub mod streams;
 pub mod timing;
 pub mod training;
 pub mod transfer;
@@ -294,6 +295,7 @@ pub static REGISTRY: &[&dyn DynExperiment] = &[
     &Registered::<matmul::Matmul>::ENTRY,
     &Registered::<transfer::Transfer>::ENTRY,
     &Registered::<timing::Timing>::ENTRY,
+    &Registered::<streams::Streams>::ENTRY,
     &Registered::<training::Training>::ENTRY,
     &Registered::<precision::Precision>::ENTRY,
     &Registered::<break_it::BreakIt>::ENTRY,
