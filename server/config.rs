@@ -161,6 +161,39 @@ impl Default for Limits {
     }
 }
 
+/// The README's configuration table, rendered from the flags themselves: flag,
+/// environment variable, default, and the help text.
+pub fn markdown_table() -> String {
+    use clap::Args;
+    let command = Config::augment_args(clap::Command::new("serve"));
+    let mut out =
+        String::from("| flag | environment | default | what it does |\n|---|---|---|---|\n");
+    for arg in command.get_arguments() {
+        let Some(long) = arg.get_long() else { continue };
+        let env = arg
+            .get_env()
+            .map_or("—".to_string(), |e| format!("`{}`", e.to_string_lossy()));
+        let default = arg
+            .get_default_values()
+            .first()
+            .map_or("unset".to_string(), |d| {
+                format!("`{}`", d.to_string_lossy())
+            });
+        let help = arg
+            .get_long_help()
+            .or_else(|| arg.get_help())
+            .map(|h| {
+                h.to_string()
+                    .split_whitespace()
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            })
+            .unwrap_or_default();
+        out.push_str(&format!("| `--{long}` | {env} | {default} | {help} |\n"));
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -4,6 +4,7 @@
 mod bad_input;
 mod class_mode;
 mod cli;
+mod config_table;
 mod content;
 mod docker;
 mod durability;

@@ -46,9 +46,11 @@ echo "== load test at CI size (tests/load/run-ci.sh; full size: node tests/load/
 GPULAB_BIN=target/debug/gpulab bash tests/load/run-ci.sh
 echo "== hadolint docker/Dockerfile"
 bash tests/lint-docker.sh
-echo "== GPU tests (they run only where a GPU is present)"
-cargo test --locked --test main gpu:: -- --nocapture 2>&1 | grep -E "SKIPPED|^test |test result" || true
+echo "== GPU tests (they run only where a GPU is present; GPULAB_REQUIRE_GPU=1 makes a missing GPU fail)"
+cargo test --locked --test main gpu:: -- --nocapture
 echo "== gpulab doctor"
 cargo run --locked --quiet -- doctor
+echo "== gpulab selftest (every experiment against its reference; GPU checks where there is a GPU)"
+cargo run --locked --quiet -- selftest
 echo "== gpulab check"
 cargo run --locked --quiet -- check --content content
