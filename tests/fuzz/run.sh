@@ -21,6 +21,7 @@ cd "$(dirname "$0")/../.."
 ROOT="$(pwd)"
 
 ST_VERSION=4.32.5
+VALIDATOR_VERSION=0.9.0
 VENV=target/fuzz-venv
 EXAMPLES="${FUZZ_EXAMPLES:-100}"
 TIME_LIMIT="${FUZZ_TIME_LIMIT_SECS:-420}"
@@ -35,6 +36,10 @@ if ! "$VENV/bin/st" --version 2>/dev/null | grep -q "version $ST_VERSION\$"; the
   echo "== installing schemathesis $ST_VERSION into $VENV"
   python3 -m venv "$VENV"
   "$VENV/bin/pip" install --quiet "schemathesis==$ST_VERSION"
+fi
+if ! "$VENV/bin/pip" show openapi-spec-validator 2>/dev/null | grep -q "^Version: $VALIDATOR_VERSION\$"; then
+  echo "== installing openapi-spec-validator $VALIDATOR_VERSION into $VENV"
+  "$VENV/bin/pip" install --quiet "openapi-spec-validator==$VALIDATOR_VERSION"
 fi
 
 BIN="${GPULAB_BIN:-}"
@@ -74,6 +79,9 @@ for _ in $(seq 1 600); do
   sleep 0.1
 done
 [[ -n "$base" ]] || { cat "$LOG" >&2; echo "gpulab did not start within 60 s" >&2; exit 1; }
+echo "== validating $base/api/openapi.json against the OpenAPI specification"
+curl -fsS --max-time 30 "$base/api/openapi.json" -o "$WORK/openapi.json"
+"$VENV/bin/openapi-spec-validator" "$WORK/openapi.json"
 echo "== fuzzing $base/api/openapi.json: $EXAMPLES cases per operation, checks $CHECKS"
 
 st_status=0
