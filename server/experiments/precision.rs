@@ -149,6 +149,17 @@ pub struct PrecisionResult {
     pub peak_note: &'static str,
 }
 
+impl PrecisionResult {
+    fn new(size: usize, rows: Vec<PrecisionRow>) -> Self {
+        Self {
+            size,
+            reference: "fp64",
+            rows,
+            peak_note: PEAK_NOTE,
+        }
+    }
+}
+
 const PEAK_NOTE: &str = "peak = SMs × max SM clock × dense FLOP per clock per SM for this architecture (spec-sheet rates; GeForce cards run FP16 with FP32 accumulation at half the tensor rate)";
 
 /// Largest absolute and relative error of `result` against `reference`.
@@ -415,12 +426,7 @@ impl Experiment for Precision {
                 ..measured(p, n, ms, &out, &reference)
             });
         }
-        Ok(PrecisionResult {
-            size: n,
-            reference: "fp64",
-            rows,
-            peak_note: PEAK_NOTE,
-        })
+        Ok(PrecisionResult::new(n, rows))
     }
 
     fn run_gpu(
@@ -441,12 +447,7 @@ impl Experiment for Precision {
                 ..measured(p, n, ms, &out, &reference)
             });
         }
-        Ok(PrecisionResult {
-            size: n,
-            reference: "fp64",
-            rows,
-            peak_note: PEAK_NOTE,
-        })
+        Ok(PrecisionResult::new(n, rows))
     }
 
     fn table(params: &PrecisionParams, result: &PrecisionResult) -> String {

@@ -101,6 +101,30 @@ impl Kernels {
         })
     }
 
+    /// Launches an element-wise kernel `f(const A* x, B* y, u64 n)` that reads x[i] and
+    /// writes y[i] for i < n.
+    fn elementwise<A, B>(
+        &self,
+        function: &CudaFunction,
+        failed: &'static str,
+        stream: &Stream,
+        x: &DeviceBuffer<A>,
+        y: &mut DeviceBuffer<B>,
+        n: usize,
+    ) -> Result<(), GpuError> {
+        need(x, n, "x")?;
+        need(y, n, "y")?;
+        let (n64, config) = over(n)?;
+        let mut launch = stream.raw().launch_builder(function);
+        launch.arg(x).arg(y).arg(&n64);
+        // SAFETY: `function` is one of relu_f32, f32_to_bf16 and round_bf16_f32, whose
+        // parameters are (const A* x, B* y, u64 n) with these element types; each
+        // thread reads x[i] and writes y[i] for i < n, and both buffers hold at least n
+        // elements (checked above).
+        unsafe { launch.launch(config) }.what(failed)?;
+        Ok(())
+    }
+
     /// `busy_f32(float* out, u64 n, u32 iterations)`: `iterations` dependent FMAs per
     /// element of `out`, on `blocks` blocks of 256 threads.
     pub fn busy(
@@ -123,7 +147,7 @@ impl Kernels {
         Ok(())
     }
 
-    /// `relu_f32(const float* x, float* y, u64 n)`.
+    /// `relu_f32(const float* x, float* y, u64 n)`: y = max(x, 0).
     pub fn relu(
         &self,
         stream: &Stream,
@@ -131,14 +155,7 @@ impl Kernels {
         y: &mut DeviceBuffer<f32>,
         n: usize,
     ) -> Result<(), GpuError> {
-        need(x, n, "x")?;
-        need(y, n, "y")?;
-        let (n64, config) = over(n)?;
-        let mut launch = stream.raw().launch_builder(&self.relu);
-        launch.arg(x).arg(y).arg(&n64);
-        // SAFETY: reads x[0..n) and writes y[0..n); both hold at least n (checked above).
-        unsafe { launch.launch(config) }.what("relu_f32 failed to launch")?;
-        Ok(())
+        self.elementwise(&self.relu, "relu_f32 failed to launch", stream, x, y, n)
     }
 
     /// `add_bias_f32(float* y, const float* bias, u64 rows, u64 cols)`: y[r, c] += bias[c].
@@ -189,14 +206,14 @@ impl Kernels {
         y: &mut DeviceBuffer<bf16>,
         n: usize,
     ) -> Result<(), GpuError> {
-        need(x, n, "x")?;
-        need(y, n, "y")?;
-        let (n64, config) = over(n)?;
-        let mut launch = stream.raw().launch_builder(&self.to_bf16);
-        launch.arg(x).arg(y).arg(&n64);
-        // SAFETY: reads x[0..n), writes y[0..n); both checked above.
-        unsafe { launch.launch(config) }.what("f32_to_bf16 failed to launch")?;
-        Ok(())
+        self.elementwise(
+            &self.to_bf16,
+            "f32_to_bf16 failed to launch",
+            stream,
+            x,
+            y,
+            n,
+        )
     }
 
     /// `round_bf16_f32(const float* x, float* y, u64 n)`: y = x rounded to BF16.
@@ -207,14 +224,14 @@ impl Kernels {
         y: &mut DeviceBuffer<f32>,
         n: usize,
     ) -> Result<(), GpuError> {
-        need(x, n, "x")?;
-        need(y, n, "y")?;
-        let (n64, config) = over(n)?;
-        let mut launch = stream.raw().launch_builder(&self.round_bf16);
-        launch.arg(x).arg(y).arg(&n64);
-        // SAFETY: reads x[0..n), writes y[0..n); both checked above.
-        unsafe { launch.launch(config) }.what("round_bf16_f32 failed to launch")?;
-        Ok(())
+        self.elementwise(
+            &self.round_bf16,
+            "round_bf16_f32 failed to launch",
+            stream,
+            x,
+            y,
+            n,
+        )
     }
 
     /// `round_bf16_f32` with x and y the same buffer: rounds `x[0..n)` in place.
