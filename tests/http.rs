@@ -149,7 +149,7 @@ async fn static_assets_have_type_compression_and_cache_headers() {
     assert_eq!(headers[CACHE_CONTROL], "no-cache");
     let etag = headers[ETAG].to_str().unwrap().to_string();
     let compressed = response.bytes().await.unwrap();
-    let original = app.state.assets.get("css/site.css").unwrap().bytes.len();
+    let original = app.state.assets.get("css/site.css").unwrap().bytes().len();
     assert!(
         compressed.len() < original / 2,
         "{} vs {original}",

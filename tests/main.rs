@@ -8,6 +8,7 @@ mod config_table;
 mod content;
 mod docker;
 mod durability;
+mod encoding;
 mod experiments;
 mod gpu;
 mod gradebook;

@@ -1,30 +1,22 @@
 //! Static files: everything under `web/static/` is embedded in the binary at build time,
-//! plus the syntax-highlighting stylesheet generated at start-up. Each asset carries its
-//! content type and a content-hash ETag, computed once, so responses can be revalidated
-//! with `If-None-Match` and pages can reference `?v=<hash>` URLs.
+//! plus the syntax-highlighting stylesheet generated at start-up. Each asset is an
+//! [`Encoded`] resource — content type, content-hash ETags, Brotli and gzip computed
+//! once — so responses can be revalidated with `If-None-Match` and pages can reference
+//! `?v=<hash>` URLs.
 
-use sha2::{Digest, Sha256};
 use std::collections::HashMap;
+use std::sync::Arc;
+
+use super::encoded::Encoded;
 
 #[derive(rust_embed::Embed)]
 #[folder = "web/static/"]
 struct EmbeddedStatic;
 
-/// One static file ready to serve.
-#[derive(Debug, Clone)]
-pub struct Asset {
-    /// The file's bytes.
-    pub bytes: axum::body::Bytes,
-    /// Its `Content-Type`.
-    pub content_type: String,
-    /// A strong ETag (quoted) derived from the content.
-    pub etag: String,
-}
-
 /// All static assets by path below `/static/`.
-#[derive(Debug, Clone, Default)]
+#[derive(Clone, Default)]
 pub struct Assets {
-    files: HashMap<String, Asset>,
+    files: HashMap<String, Arc<Encoded>>,
 }
 
 /// Path of the generated highlighting stylesheet below `/static/`.
@@ -36,51 +28,49 @@ impl Assets {
         let mut files = HashMap::new();
         for path in EmbeddedStatic::iter() {
             if let Some(file) = EmbeddedStatic::get(&path) {
-                let asset = Asset::new(&path, file.data.into_owned());
+                let asset = encoded(&path, file.data.into_owned());
                 files.insert(path.into_owned(), asset);
             }
         }
         let css = crate::course::highlight::stylesheet();
         files.insert(
             SYNTAX_CSS.to_string(),
-            Asset::new(SYNTAX_CSS, css.into_bytes()),
+            encoded(SYNTAX_CSS, css.into_bytes()),
         );
         Self { files }
     }
 
     /// The asset at `path` (below `/static/`), if any.
-    pub fn get(&self, path: &str) -> Option<&Asset> {
+    pub fn get(&self, path: &str) -> Option<&Arc<Encoded>> {
         self.files.get(path)
+    }
+
+    /// Every asset, for the start-up warm-up.
+    pub fn all(&self) -> impl Iterator<Item = &Arc<Encoded>> {
+        self.files.values()
     }
 
     /// A cache-busting URL for `path`: `/static/<path>?v=<hash prefix>`.
     pub fn url(&self, path: &str) -> String {
         match self.files.get(path) {
-            Some(asset) => format!("/static/{path}?v={}", &asset.etag[1..13]),
+            Some(asset) => format!("/static/{path}?v={}", &asset.hash()[..12]),
             None => format!("/static/{path}"),
         }
     }
 }
 
-impl Asset {
-    fn new(path: &str, bytes: Vec<u8>) -> Self {
-        let hash = Sha256::digest(&bytes);
-        let hex: String = hash.iter().take(16).map(|b| format!("{b:02x}")).collect();
-        let mime = mime_guess::from_path(path).first_or_octet_stream();
-        let content_type = match mime.type_() {
-            mime_guess::mime::TEXT | mime_guess::mime::APPLICATION
-                if mime.subtype() != mime_guess::mime::OCTET_STREAM =>
-            {
-                format!("{mime}; charset=utf-8")
-            }
-            _ => mime.to_string(),
-        };
-        Self {
-            bytes: bytes.into(),
-            content_type,
-            etag: format!("\"{hex}\""),
+/// `bytes` as an asset, with the content type its file name implies (text in UTF-8).
+fn encoded(path: &str, bytes: Vec<u8>) -> Arc<Encoded> {
+    let mime = mime_guess::from_path(path).first_or_octet_stream();
+    let content_type = match mime.type_() {
+        mime_guess::mime::TEXT | mime_guess::mime::APPLICATION
+            if mime.subtype() != mime_guess::mime::OCTET_STREAM =>
+        {
+            format!("{mime}; charset=utf-8")
         }
-    }
+        _ => mime.to_string(),
+    };
+    Encoded::new(bytes, &content_type)
 }
 
 #[cfg(test)]
@@ -91,8 +81,8 @@ mod tests {
     fn assets_have_types_and_etags() {
         let assets = Assets::load();
         let css = assets.get("css/site.css").expect("site.css is embedded");
-        assert!(css.content_type.starts_with("text/css"));
-        assert_eq!(css.etag.len(), 34);
+        assert!(css.content_type().to_str().unwrap().starts_with("text/css"));
+        assert_eq!(css.hash().len(), 32);
         assert!(assets.get(SYNTAX_CSS).is_some());
         assert!(
             assets

@@ -3,10 +3,12 @@
 //! [`serve`]), the [`identity`] middleware (the student cookie), an extractor or body
 //! decoder from [`extract`], a handler in [`routes`] holding the shared [`state`], and
 //! on the way out [`error`]'s single `IntoResponse` or a typed [`page`]. Static files
-//! come from [`assets`]; the API's [`openapi`] document is generated from the handlers
+//! come from [`assets`], and they and the pages that are the same for everyone are
+//! served pre-compressed by [`encoded`]; the API's [`openapi`] document is generated from the handlers
 //! and the experiment registry. Nothing outside this folder imports it except `main`.
 
 pub mod assets;
+pub mod encoded;
 pub mod error;
 pub mod extract;
 pub mod identity;

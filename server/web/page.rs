@@ -223,6 +223,57 @@ pub struct AboutPage<'a> {
     pub version: &'static str,
 }
 
+/// The pages that are the same for every student, rendered and encoded once at start-up:
+/// every lesson and the about page.
+pub struct Prerendered {
+    /// Lesson pages by slug.
+    pub lessons: std::collections::HashMap<String, std::sync::Arc<super::encoded::Encoded>>,
+    /// The about page.
+    pub about: std::sync::Arc<super::encoded::Encoded>,
+}
+
+impl Prerendered {
+    /// Renders every lesson of `course` and the about page with `layout`.
+    pub fn render(
+        course: &Course,
+        layout: &Layout,
+        assets: &Assets,
+    ) -> Result<Self, askama::Error> {
+        use super::encoded::Encoded;
+        const HTML: &str = "text/html; charset=utf-8";
+        let script = assets.url("js/lesson.js");
+        let mut lessons = std::collections::HashMap::new();
+        for (i, lesson) in course.lessons.iter().enumerate() {
+            let page = LessonPage {
+                layout,
+                lesson,
+                prev: i.checked_sub(1).and_then(|p| course.lessons.get(p)),
+                next: course.lessons.get(i + 1),
+                total: course.lessons.len(),
+                script: script.clone(),
+            };
+            lessons.insert(
+                lesson.slug.clone(),
+                Encoded::new(page.render()?.into_bytes(), HTML),
+            );
+        }
+        let about = AboutPage {
+            layout,
+            lesson_count: course.lessons.len(),
+            version: env!("CARGO_PKG_VERSION"),
+        };
+        Ok(Self {
+            lessons,
+            about: Encoded::new(about.render()?.into_bytes(), HTML),
+        })
+    }
+
+    /// Every page, for the start-up warm-up.
+    pub fn all(&self) -> impl Iterator<Item = &std::sync::Arc<super::encoded::Encoded>> {
+        self.lessons.values().chain(std::iter::once(&self.about))
+    }
+}
+
 /// A 404 or 500 page.
 #[derive(Template)]
 #[template(path = "error.html", config = "web/askama.toml")]

@@ -17,6 +17,7 @@ use axum::middleware;
 use axum::routing::{get, post};
 use tokio::net::TcpListener;
 use tower_http::compression::CompressionLayer;
+use tower_http::compression::predicate::{NotForContentType, Predicate, SizeAbove};
 use tower_http::set_header::SetResponseHeaderLayer;
 use tower_http::timeout::TimeoutLayer;
 use tower_http::trace::TraceLayer;
@@ -130,7 +131,16 @@ pub fn router(state: AppState) -> Router {
             HeaderName::from_static("referrer-policy"),
             HeaderValue::from_static("same-origin"),
         ))
-        .layer(CompressionLayer::new())
+        // Pre-encoded pages and assets carry Content-Encoding and are passed through;
+        // dynamic bodies (JSON, per-student pages) are compressed above 1 KiB.
+        .layer(
+            CompressionLayer::new().compress_when(
+                SizeAbove::new(1024)
+                    .and(NotForContentType::GRPC)
+                    .and(NotForContentType::IMAGES)
+                    .and(NotForContentType::SSE),
+            ),
+        )
         .layer(TraceLayer::new_for_http())
 }
 

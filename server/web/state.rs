@@ -7,7 +7,7 @@ use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
 
 use super::assets::Assets;
-use super::page::Layout;
+use super::page::{Layout, Prerendered};
 use crate::config::Config;
 use crate::course::problem::Problems;
 use crate::course::{ContentSource, Course};
@@ -27,6 +27,8 @@ pub struct AppState {
     pub assets: Arc<Assets>,
     /// The base layout every page shares.
     pub layout: Arc<Layout>,
+    /// The pages that are the same for everyone, rendered and encoded once.
+    pub pages: Arc<Prerendered>,
     /// The database of students and attempts.
     pub db: Db,
     /// The experiment engine (GPU or CPU) and its queue.
@@ -48,6 +50,9 @@ pub enum StartupError {
     /// The database could not be opened or migrated.
     #[error("cannot open the database: {0}")]
     Database(#[from] DbError),
+    /// A page template failed to render (a bug).
+    #[error("cannot render the pages: {0}")]
+    Template(#[from] askama::Error),
 }
 
 impl AppState {
@@ -58,6 +63,21 @@ impl AppState {
         let db = Db::open(&config.database)?;
         let assets = Assets::load();
         let layout = Layout::new(&course.title, &assets);
+        let pages = Prerendered::render(&course, &layout, &assets)?;
+        // Compress every page and asset once, off the request path.
+        let warm: Vec<_> = pages.all().chain(assets.all()).cloned().collect();
+        std::thread::Builder::new()
+            .name("gpulab-precompress".into())
+            .spawn(move || {
+                let started = std::time::Instant::now();
+                warm.iter().for_each(|page| page.warm());
+                tracing::debug!(
+                    resources = warm.len(),
+                    ms = started.elapsed().as_millis() as u64,
+                    "pages and assets precompressed"
+                );
+            })
+            .ok();
         let engine = Engine::start(config.limits.clone());
         let metrics = Metrics::new(engine.clone());
         Ok(Self {
@@ -67,6 +87,7 @@ impl AppState {
             course: Arc::new(course),
             assets: Arc::new(assets),
             layout: Arc::new(layout),
+            pages: Arc::new(pages),
             db,
             engine,
             instructor_sessions: Arc::default(),

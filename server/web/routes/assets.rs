@@ -3,8 +3,8 @@
 //! up in the embedded table only, so `..` can never reach the file system.
 
 use axum::extract::{Path, RawQuery, State};
-use axum::http::{HeaderMap, StatusCode, header};
-use axum::response::{IntoResponse, Response};
+use axum::http::{HeaderMap, HeaderValue};
+use axum::response::Response;
 
 use crate::web::error::AppError;
 use crate::web::state::AppState;
@@ -27,29 +27,10 @@ pub async fn asset(
         .assets
         .get(&path)
         .ok_or_else(|| AppError::NotFound(format!("/static/{path}")))?;
-    let etag_matches = headers
-        .get(header::IF_NONE_MATCH)
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| {
-            v.split(',')
-                .any(|t| t.trim() == asset.etag || t.trim() == "*")
-        });
-    let common = [
-        (header::ETAG, asset.etag.clone()),
-        (
-            header::CACHE_CONTROL,
-            cache_control(query.as_deref()).to_string(),
-        ),
-    ];
-    if etag_matches {
-        return Ok((StatusCode::NOT_MODIFIED, common).into_response());
-    }
-    Ok((
-        common,
-        [(header::CONTENT_TYPE, asset.content_type.clone())],
-        asset.bytes.clone(),
-    )
-        .into_response())
+    Ok(asset.respond(
+        &headers,
+        HeaderValue::from_static(cache_control(query.as_deref())),
+    ))
 }
 
 /// The cache lifetime for a request: long for hashed URLs, revalidate otherwise.

@@ -5,13 +5,14 @@ use askama::Template;
 use std::collections::HashMap;
 
 use axum::extract::{Extension, OriginalUri, Path, State};
-use axum::response::Html;
+use axum::http::{HeaderMap, HeaderValue};
+use axum::response::{Html, Response};
 
 use crate::course::FINAL_EXAM_ID;
 use crate::db::progress;
 use crate::web::error::AppError;
 use crate::web::identity::StudentId;
-use crate::web::page::{AboutPage, HomePage, LessonPage, QuizState};
+use crate::web::page::{HomePage, QuizState};
 use crate::web::state::AppState;
 
 /// `GET /`: the lesson list with this student's progress.
@@ -51,34 +52,27 @@ pub async fn home(
     Ok(Html(page.render()?))
 }
 
-/// `GET /lessons/{slug}`: one lesson, or the 404 page.
+/// Lesson and about pages are the same for everyone: they are revalidated by ETag on
+/// every use, so a new build or content reload is seen at once.
+const PAGE_CACHE: HeaderValue = HeaderValue::from_static("no-cache");
+
+/// `GET /lessons/{slug}`: one lesson (rendered and encoded at start-up), or the 404 page.
 pub async fn lesson(
     State(state): State<AppState>,
     Path(slug): Path<String>,
-) -> Result<Html<String>, AppError> {
-    let (lesson, prev, next) = state
-        .course
-        .lesson(&slug)
+    headers: HeaderMap,
+) -> Result<Response, AppError> {
+    let page = state
+        .pages
+        .lessons
+        .get(&slug)
         .ok_or_else(|| AppError::NotFound(format!("/lessons/{slug}")))?;
-    let page = LessonPage {
-        layout: &state.layout,
-        lesson,
-        prev,
-        next,
-        total: state.course.lessons.len(),
-        script: state.assets.url("js/lesson.js"),
-    };
-    Ok(Html(page.render()?))
+    Ok(page.respond(&headers, PAGE_CACHE))
 }
 
 /// `GET /about`: how to run GPU Lab and the hardware slot.
-pub async fn about(State(state): State<AppState>) -> Result<Html<String>, AppError> {
-    let page = AboutPage {
-        layout: &state.layout,
-        lesson_count: state.course.lessons.len(),
-        version: env!("CARGO_PKG_VERSION"),
-    };
-    Ok(Html(page.render()?))
+pub async fn about(State(state): State<AppState>, headers: HeaderMap) -> Response {
+    state.pages.about.respond(&headers, PAGE_CACHE)
 }
 
 /// Any other path: the 404 page.
