@@ -170,7 +170,7 @@ impl BenchCommand {
                 }
             }
             Self::All { json: false } => {
-                let (mut backend, card) = Backend::open();
+                let (mut backend, card, _) = Backend::open();
                 let mut all_ran = true;
                 for experiment in REGISTRY {
                     println!("== {} ({})", experiment.name(), experiment.summary());
@@ -188,7 +188,7 @@ impl BenchCommand {
                 overrides,
                 json,
             } => {
-                let (mut backend, card) = Backend::open();
+                let (mut backend, card, _) = Backend::open();
                 print_one(&mut backend, &card, experiment, &overrides, json)
             }
         }

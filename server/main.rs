@@ -43,11 +43,16 @@ enum Command {
     /// Checks front matter, the lesson list, directives, code languages, math and every
     /// internal link. Exits non-zero if anything is wrong.
     Check(CheckArgs),
-    /// Run the layered GPU check: driver library, NVML, CUDA context, NVRTC, cuBLAS.
+    /// Run the layered GPU check: driver library, NVML, CUDA context, NVRTC (loads,
+    /// compiles every kernel), the driver loading the kernels, cuBLAS.
     ///
     /// Each layer prints ok, FAILED with the underlying error, or skipped. Use it first
     /// when the course says it runs on the CPU but you expected a GPU.
-    Doctor,
+    Doctor {
+        /// Print the report as JSON (the same as GET /api/doctor).
+        #[arg(long)]
+        json: bool,
+    },
     /// Print the device card: the GPU (or the CPU when there is none).
     Device,
     /// Print a memory snapshot: NVML and driver view of the GPU, or host memory.
@@ -75,10 +80,10 @@ fn main() -> ExitCode {
     match cli.command {
         Some(Command::Check(args)) => check(args),
         Some(Command::Serve(config)) => run_server(config),
-        Some(Command::Doctor) => doctor(),
+        Some(Command::Doctor { json }) => doctor(json),
         Some(Command::Device) => print_json(&Backend::open().1),
         Some(Command::Memory) => {
-            let (backend, _) = Backend::open();
+            let (backend, _, _) = Backend::open();
             let snapshot = gpulab::playground::snapshot(&backend.memory_source());
             print!("{}", gpulab::playground::snapshot_table(&snapshot));
             ExitCode::SUCCESS
@@ -248,8 +253,15 @@ async fn shutdown_signal() {
     }
 }
 
-fn doctor() -> ExitCode {
+fn doctor(json: bool) -> ExitCode {
     let report = gpu_doctor::run();
+    if json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&report).expect("the report serialises")
+        );
+        return ExitCode::SUCCESS;
+    }
     for (i, layer) in report.layers.iter().enumerate() {
         let mark = match layer.status {
             gpu_doctor::Status::Ok => "ok     ",

@@ -18,7 +18,55 @@ async fn health_and_readiness_probes_answer() {
     assert_eq!(ready.status(), StatusCode::OK);
     let body: Value = ready.json().await.unwrap();
     assert_eq!(body["database"], "ok");
-    assert!(["cuda", "cpu"].contains(&body["gpu"]["backend"].as_str().unwrap()));
+    let backend = body["gpu"]["backend"].as_str().unwrap();
+    assert!(["cuda", "cpu"].contains(&backend));
+    // The backend in use passed its start-up self-test, and says which checks ran.
+    assert_eq!(body["selftest"]["backend"], backend, "{body}");
+    assert_eq!(body["selftest"]["ok"], true, "{body}");
+    let checks = body["selftest"]["checks"].as_array().unwrap();
+    assert!(
+        !checks.is_empty() && checks.iter().all(|c| c["outcome"] == "pass"),
+        "{body}"
+    );
+}
+
+#[tokio::test]
+async fn a_failed_start_up_self_test_makes_the_server_unready_and_says_why() {
+    // GPULAB_INJECT_SELFTEST_FAILURE adds a failing check. On a GPU the server falls
+    // back to the CPU (tests/gpu.rs checks that); on the CPU there is nothing to fall
+    // back to, so the server reports not ready with the failed check.
+    let dir = tempfile::tempdir().unwrap();
+    let server = crate::support::BinaryServer::start_with_env(
+        &dir.path().join("gpulab.db"),
+        &[("GPULAB_INJECT_SELFTEST_FAILURE", "1")],
+    );
+    let ready = reqwest::get(format!("{}/readyz", server.base))
+        .await
+        .unwrap();
+    let status = ready.status();
+    let body: Value = ready.json().await.unwrap();
+    if body["gpu"]["backend"] == "cpu"
+        && body["selftest"]["rejected_gpu"]
+            .as_array()
+            .unwrap()
+            .is_empty()
+    {
+        assert_eq!(status, 503, "{body}");
+        assert_eq!(body["status"], "not ready");
+        let failed = body["selftest"]["failed"][0].as_str().unwrap();
+        assert!(failed.contains("injected failure"), "{body}");
+    } else {
+        // A GPU machine: the GPU was rejected, the CPU serves (and failed the same
+        // injected check, so it is unready too).
+        assert_eq!(body["gpu"]["backend"], "cpu", "{body}");
+        assert!(
+            !body["selftest"]["rejected_gpu"]
+                .as_array()
+                .unwrap()
+                .is_empty(),
+            "{body}"
+        );
+    }
 }
 
 #[tokio::test]

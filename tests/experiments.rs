@@ -26,7 +26,7 @@ async fn the_device_card_and_doctor_describe_this_machine() {
     assert_eq!(card["limits"]["max_hidden"], limits.max_hidden);
     let doctor: Value = app.get("/api/doctor").await.json().await.unwrap();
     let layers = doctor["layers"].as_array().unwrap();
-    assert_eq!(layers.len(), 5);
+    assert_eq!(layers.len(), 7);
     assert_eq!(doctor["backend"], kind);
     for layer in layers {
         assert!(["ok", "failed", "skipped"].contains(&layer["status"].as_str().unwrap()));
@@ -220,9 +220,10 @@ async fn a_training_run_lowers_the_loss_and_reports_its_costs() {
     assert!(last < first, "loss falls: {first} -> {last}");
     assert!(r["samples_per_sec"].as_f64().unwrap() > 0.0);
     assert!(r["read_every_step_ms"].as_f64().unwrap() > 0.0);
+    let device: Value = app.get("/api/device").await.json().await.unwrap();
     assert_eq!(
-        r["provenance"]["backend"], "cpu",
-        "the training run is the CPU reference for now"
+        r["provenance"]["backend"], device["device"]["kind"],
+        "the training run says which backend ran it, the server's"
     );
 
     for (bad, expected) in [

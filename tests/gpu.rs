@@ -70,7 +70,7 @@ fn gpu_transfers_are_real_and_pinned_beats_pageable_at_large_sizes() {
 
 #[test]
 fn gpu_kernels_load_and_run() {
-    let Some(mut gpu) = gpu() else { return };
+    let Some(gpu) = gpu() else { return };
     assert_eq!(
         gpu.relu(&[-1.0, 2.0, -3.0, 4.0]).unwrap(),
         vec![0.0, 2.0, 0.0, 4.0]
@@ -181,4 +181,51 @@ fn every_selftest_check_passes_on_the_gpu() {
     let report = gpulab::engine::selftest::run();
     assert_eq!(report.backend, "cuda");
     assert_eq!(report.failed(), 0, "{}", report.render());
+}
+
+#[tokio::test]
+async fn the_gpu_passes_its_start_up_self_test_and_a_failure_switches_the_server_to_the_cpu() {
+    let Some(mut gpu) = gpu() else { return };
+    let checks = gpulab::engine::first_contact::gpu_checks(&mut gpu);
+    assert!(checks.len() >= 10, "{checks:?}");
+    assert!(!checks.iter().any(|c| c.failed()), "{checks:#?}");
+    drop(gpu);
+    // The same server with a failing check injected: the GPU is not used.
+    let dir = tempfile::tempdir().unwrap();
+    let server = crate::support::BinaryServer::start_with_env(
+        &dir.path().join("gpulab.db"),
+        &[("GPULAB_INJECT_SELFTEST_FAILURE", "1")],
+    );
+    let body: serde_json::Value = reqwest::get(format!("{}/api/device", server.base))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(body["device"]["kind"], "cpu", "{body}");
+    let note = body["device"]["note"].as_str().unwrap();
+    assert!(note.contains("start-up self-test"), "{note}");
+    assert!(note.contains("injected failure"), "{note}");
+}
+
+#[test]
+fn nvml_describes_the_cuda_device_and_the_server_is_not_another_process() {
+    let Some(gpu) = gpu() else { return };
+    let card = gpu.card();
+    let pcie = card
+        .pcie
+        .as_ref()
+        .expect("NVML matched the CUDA device by UUID or PCI id");
+    assert!(pcie.max_generation >= pcie.generation && pcie.max_width >= pcie.width);
+    assert!(card.sm_clock_max_mhz.is_some() && card.driver_version.is_some());
+    // Other GPU tests may briefly start a server process; one quiet reading suffices.
+    let quiet = (0..20).any(|_| {
+        std::thread::sleep(Duration::from_millis(100));
+        gpu.other_processes() == Some(0)
+    });
+    assert!(
+        quiet,
+        "this process counted as another: {:?}",
+        gpu.other_processes()
+    );
 }

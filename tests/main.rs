@@ -6,6 +6,7 @@ mod class_mode;
 mod cli;
 mod config_table;
 mod content;
+mod cuda_libraries;
 mod docker;
 mod durability;
 mod encoding;

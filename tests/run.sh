@@ -8,10 +8,11 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 bash tests/setup.sh
-# The NVRTC wheel installed by setup.sh: the loader must see it before tests start.
-NVRTC_DIR="$(pwd)/target/cuda-wheels"
-export LD_LIBRARY_PATH="$NVRTC_DIR/nvidia/cuda_nvrtc/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-export GPULAB_CUDA_INCLUDE="$NVRTC_DIR/nvidia/cuda_runtime/include"
+# The CUDA 12 wheels installed by setup.sh (NVRTC, cuBLAS) on the loader's path, as
+# in the Docker image; tests/cuda_libraries.rs also runs with each set on its own.
+CUDA12_DIR="$(pwd)/target/cuda-wheels/nvidia"
+export LD_LIBRARY_PATH="$CUDA12_DIR/cuda_nvrtc/lib:$CUDA12_DIR/cublas/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+export GPULAB_CUDA_INCLUDE="$CUDA12_DIR/cuda_runtime/include"
 export GPULAB_REQUIRE_NVRTC=1
 echo "== cargo fmt --check"
 cargo fmt --all -- --check

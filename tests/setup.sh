@@ -36,17 +36,28 @@ for component in rustfmt clippy; do
   fi
 done
 
-# NVRTC from NVIDIA's pip wheels (pinned): it runs without a GPU, so the test suite can
-# prove every kernel in kernels/ compiles. Installed into target/, not system-wide.
-NVRTC_DIR="${NVRTC_DIR:-target/cuda-wheels}"
-NVRTC_WHEELS=(nvidia-cuda-nvrtc-cu12==12.9.86 nvidia-cuda-runtime-cu12==12.9.79)
-if [[ ! -f "$NVRTC_DIR/.installed-12.9.86" ]]; then
-  command -v python3 >/dev/null || { echo "setup: python3 is required to fetch the NVRTC wheel" >&2; exit 1; }
-  echo "setup: installing ${NVRTC_WHEELS[*]} into $NVRTC_DIR"
-  rm -rf "$NVRTC_DIR"
-  python3 -m pip install -q --disable-pip-version-check --no-deps --target "$NVRTC_DIR" "${NVRTC_WHEELS[@]}"
-  touch "$NVRTC_DIR/.installed-12.9.86"
-fi
+# NVRTC and cuBLAS from NVIDIA's pip wheels (pinned), both CUDA 12 and CUDA 13 sets:
+# they load without a GPU, so the test suite proves every kernel compiles with each
+# NVRTC and that the loader finds and uses each set on its own (tests/cuda_libraries.rs).
+# Installed into target/, not system-wide.
+install_wheels() { # DIR MARKER WHEEL...
+  local dir=$1 marker=$2
+  shift 2
+  if [[ ! -f "$dir/$marker" ]]; then
+    command -v python3 >/dev/null || { echo "setup: python3 is required to fetch the CUDA wheels" >&2; exit 1; }
+    echo "setup: installing $* into $dir"
+    rm -rf "$dir"
+    python3 -m pip install -q --disable-pip-version-check --no-deps --target "$dir" "$@"
+    touch "$dir/$marker"
+  fi
+}
+# (nvcc-cu12/crt and cccl only for headers the C check of cublas_api.h includes.)
+install_wheels "${CUDA12_DIR:-target/cuda-wheels}" .installed-12.9.86-cublas-12.9.1.4-nvcc-cccl \
+  nvidia-cuda-nvrtc-cu12==12.9.86 nvidia-cuda-runtime-cu12==12.9.79 nvidia-cublas-cu12==12.9.1.4 \
+  nvidia-cuda-nvcc-cu12==12.9.86 nvidia-cuda-cccl-cu12==12.9.27
+install_wheels "${CUDA13_DIR:-target/cuda-wheels-13}" .installed-13.0.88-cublas-13.0.2.14-crt-cccl \
+  nvidia-cuda-nvrtc==13.0.88 nvidia-cuda-runtime==13.0.96 nvidia-cublas==13.0.2.14 \
+  nvidia-cuda-crt==13.0.88 nvidia-cuda-cccl==13.0.85
 
 # Node.js packages for the end-to-end tests, pinned by tests/e2e/package-lock.json.
 # `npm ci` again only when node_modules is missing or the lock file changed since.

@@ -59,7 +59,7 @@ pub fn run_one(
 /// experiment's parameters and result (with provenance) or its error. `progress` is
 /// told each experiment's name before it runs.
 pub fn run_all(progress: impl Fn(&str)) -> Value {
-    let (mut backend, card) = Backend::open();
+    let (mut backend, card, _) = Backend::open();
     let experiments: Vec<Value> = REGISTRY
         .iter()
         .map(|experiment| {

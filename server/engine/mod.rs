@@ -7,16 +7,20 @@
 
 pub mod backend;
 pub mod bench;
+pub mod first_contact;
 pub mod provenance;
 pub mod queue;
 pub mod selftest;
+pub mod worker;
 
 use std::sync::Arc;
 use std::sync::mpsc;
 use std::time::Duration;
 
 use backend::Backend;
+use first_contact::FirstContact;
 use queue::{JobState, OwnerUsage, Queue, QueueStats, Refused};
+use worker::{SharedContext, Worker};
 
 use crate::config::Limits;
 use crate::experiments::Job;
@@ -36,6 +40,8 @@ pub struct Engine {
     pub card: Arc<DeviceCard>,
     /// The doctor report taken at start-up.
     pub doctor: Arc<doctor::Report>,
+    /// The start-up self-test of the backend in use.
+    pub first_contact: Arc<FirstContact>,
     /// The caps in force.
     pub limits: Arc<Limits>,
     /// Every student's allocator playground.
@@ -43,43 +49,57 @@ pub struct Engine {
 }
 
 impl Engine {
-    /// Starts the workers (`limits.gpu_concurrency` of them, each with its own backend),
-    /// which open the GPU if they can (or use the CPU).
+    /// Starts the workers (`limits.gpu_concurrency` of them, each with its own
+    /// backend). The first opens the GPU and runs the start-up self-test; the others
+    /// open their own handles only when it passed, and a worker whose handle fails its
+    /// self-test does not serve, so no server ever runs part GPU, part CPU.
     pub fn start(limits: Limits) -> Self {
         let queue: Arc<Queue<Job>> = Queue::new(limits.queue_length);
+        let shared = Arc::new(SharedContext::default());
+        let timeout = limits.job_timeout();
         let (tx, rx) = mpsc::channel();
-        for worker in 0..usize::from(limits.gpu_concurrency.max(1)) {
-            let timeout = limits.job_timeout();
-            let worker_queue = Arc::clone(&queue);
-            let tx = tx.clone();
-            std::thread::Builder::new()
-                .name(format!("gpulab-engine-{worker}"))
-                .spawn(move || {
-                    let report = doctor::run();
-                    let (mut backend, card) = Backend::open();
-                    let _ = tx.send((card.clone(), report, backend.memory_source()));
-                    queue::spawn_worker(worker_queue, move |job| {
-                        match backend.run(&card, job, timeout) {
-                            Ok(ran) => JobState::Done { result: ran.result },
-                            Err(error) => {
-                                backend.recover();
-                                JobState::Failed {
-                                    error: error.to_string(),
-                                }
-                            }
-                        }
-                    });
-                })
-                .expect("the OS can start the engine thread");
-        }
-        drop(tx);
-        let (card, report, source) = rx.recv().unwrap_or_else(|_| {
+        let first = Arc::clone(&queue);
+        let first_shared = Arc::clone(&shared);
+        std::thread::Builder::new()
+            .name("gpulab-engine-0".into())
+            .spawn(move || {
+                let report = doctor::run();
+                let (backend, card, contact) = Backend::open();
+                let _ = tx.send((card.clone(), report, backend.memory_source(), contact));
+                let mut worker = Worker::new(backend, card, timeout, first_shared);
+                queue::spawn_worker(first, move |job| worker.run(job));
+            })
+            .expect("the OS can start the engine thread");
+        let (card, mut report, source, contact) = rx.recv().unwrap_or_else(|_| {
             (
                 cpu_card("the engine failed to start"),
                 doctor::run(),
                 Source::Host,
+                FirstContact::default(),
             )
         });
+        if report.backend == "cuda" && card.kind != "cuda" {
+            // Every layer works, but the GPU computed something wrong at start-up.
+            report.backend = card.kind;
+            report.verdict = format!(
+                "Every layer loads, but {}. Experiments run on the CPU.",
+                first_contact::reason(&FirstContact::new("cuda", contact.rejected_gpu.clone()))
+            );
+        }
+        for index in 1..usize::from(limits.gpu_concurrency.max(1)) {
+            let (queue, shared, card) = (Arc::clone(&queue), Arc::clone(&shared), card.clone());
+            std::thread::Builder::new()
+                .name(format!("gpulab-engine-{index}"))
+                .spawn(move || {
+                    let Some(backend) = Backend::open_like(&card) else {
+                        tracing::error!(worker = index, "this worker's GPU handle failed to open or self-test; it does not serve");
+                        return;
+                    };
+                    let mut worker = Worker::new(backend, card, timeout, shared);
+                    queue::spawn_worker(queue, move |job| worker.run(job));
+                })
+                .expect("the OS can start the engine thread");
+        }
         let playgrounds = Playgrounds::new(
             source,
             limits.playground_per_student_bytes(),
@@ -91,6 +111,7 @@ impl Engine {
             queue,
             card: Arc::new(card),
             doctor: Arc::new(report),
+            first_contact: Arc::new(contact),
             limits: Arc::new(limits),
             playgrounds: Arc::new(playgrounds),
         }

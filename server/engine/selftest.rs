@@ -1,14 +1,17 @@
-//! `gpulab selftest`: every registered experiment's checks at small sizes on this
-//! machine's backend (its GPU when it has one, and always its CPU), the GPU layer's
+//! `gpulab selftest`: the start-up checks (`first_contact`), every registered
+//! experiment's checks at small sizes on this machine's GPU when it has one and always
+//! on its CPU, the GPU layer's
 //! GEMM mapping replayed on the CPU for every shape the experiments use, and the
 //! allocator playground's accounting. One line per check; the command exits non-zero
 //! on any failure, and on a CPU-only machine says which GPU checks it could not run.
 
 use std::fmt::Write as _;
 
-use super::backend::Backend;
+use super::first_contact;
 use crate::experiments::{Check, Outcome, REGISTRY};
-use crate::gpu::blas;
+use crate::gpu::card::cpu_card;
+use crate::gpu::{Gpu, blas};
+use crate::playground::pool::Source;
 
 /// Every check's outcome, with the machine it ran on.
 pub struct Report {
@@ -76,18 +79,40 @@ fn blas_mapping() -> Vec<Check> {
         .collect()
 }
 
-/// Runs every check on this machine.
+/// Runs every check on this machine: on its GPU when one opens — all of them, even
+/// when the start-up checks fail (the server would not use that GPU; this report says
+/// why) — and always the CPU's.
 pub fn run() -> Report {
-    let (mut backend, card) = Backend::open();
     let mut checks = blas_mapping();
-    for experiment in REGISTRY {
-        checks.extend(experiment.selftest(backend.gpu()));
-    }
-    checks.extend(crate::playground::selftest(&backend.memory_source()));
-    Report {
-        backend: card.kind,
-        device: card.name.clone(),
-        note: card.note.clone(),
-        checks,
+    match Gpu::open() {
+        Ok(mut gpu) => {
+            checks.extend(first_contact::gpu_checks(&mut gpu));
+            checks.extend(first_contact::cpu_checks());
+            for experiment in REGISTRY {
+                checks.extend(experiment.selftest(Some(&mut gpu)));
+            }
+            checks.extend(crate::playground::selftest(&Source::Device(gpu.memory())));
+            let card = gpu.card();
+            Report {
+                backend: card.kind,
+                device: card.name.clone(),
+                note: card.note.clone(),
+                checks,
+            }
+        }
+        Err(reason) => {
+            checks.extend(first_contact::cpu_checks());
+            for experiment in REGISTRY {
+                checks.extend(experiment.selftest(None));
+            }
+            checks.extend(crate::playground::selftest(&Source::Host));
+            let card = cpu_card(&reason.to_string());
+            Report {
+                backend: card.kind,
+                device: card.name.clone(),
+                note: card.note.clone(),
+                checks,
+            }
+        }
     }
 }

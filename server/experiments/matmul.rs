@@ -185,7 +185,7 @@ fn time_gpu(
     let mut a = stream.upload(&host_a)?;
     let mut b = stream.upload(&host_b)?;
     let mut c = stream.zeros::<f32>(n * n)?;
-    let blas = gpu.blas()?;
+    let blas = gpu.blas();
     let mut clock = gpu.event_clock()?;
     let resident = repeat(&mut clock, REPS, deadline, || {
         sgemm(&blas, n, &a, &b, &mut c)
@@ -207,7 +207,7 @@ fn products(gpu: &mut Gpu, n: usize) -> Result<(Vec<f32>, Vec<f32>), ExperimentE
     cpu::sgemm(n, &host_a, &host_b, &mut cpu_c);
     let (a, b) = (stream.upload(&host_a)?, stream.upload(&host_b)?);
     let mut c = stream.zeros::<f32>(n * n)?;
-    let blas = gpu.blas()?;
+    let blas = gpu.blas();
     sgemm(&blas, n, &a, &b, &mut c)?;
     Ok((stream.download(&c)?, cpu_c))
 }

@@ -168,6 +168,21 @@ impl Job {
     ) -> Result<Box<dyn Finished>, ExperimentError> {
         (self.run)(gpu, deadline)
     }
+
+    /// A job that runs `run` instead of a registered experiment (engine tests).
+    #[cfg(test)]
+    pub(crate) fn from_fn(
+        run: impl FnOnce(Option<&mut Gpu>, &Deadline) -> Result<Box<dyn Finished>, ExperimentError>
+        + Send
+        + 'static,
+    ) -> Self {
+        Self {
+            experiment: "test",
+            params: Value::Null,
+            method: "test".into(),
+            run: Box::new(run),
+        }
+    }
 }
 
 impl std::fmt::Debug for Job {

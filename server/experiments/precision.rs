@@ -160,7 +160,7 @@ impl PrecisionResult {
     }
 }
 
-const PEAK_NOTE: &str = "peak = SMs × max SM clock × dense FLOP per clock per SM for this architecture (spec-sheet rates; GeForce cards run FP16 with FP32 accumulation at half the tensor rate)";
+const PEAK_NOTE: &str = "peak = SMs × SM clock (the datasheet's where known, else NVML's maximum) × dense FLOP per clock per SM for this architecture (spec-sheet rates; GeForce cards run FP16 with FP32 accumulation at half the tensor rate)";
 
 /// Largest absolute and relative error of `result` against `reference`.
 pub fn errors(result: &[f64], reference: &[f64]) -> (f64, f64) {
@@ -239,7 +239,7 @@ pub fn flop_per_clock_per_sm(cc: &str, p: Format) -> Option<f64> {
 pub fn peak_tflops(card: &DeviceCard, p: Format) -> Option<f64> {
     let per_sm = flop_per_clock_per_sm(card.compute_capability.as_deref()?, p)?;
     let sms = f64::from(card.sm_count?);
-    let clock_hz = f64::from(card.sm_clock_max_mhz?) * 1e6;
+    let clock_hz = f64::from(card.datasheet_clock_mhz.or(card.sm_clock_max_mhz)?) * 1e6;
     Some(per_sm * sms * clock_hz / 1e12)
 }
 
@@ -321,7 +321,7 @@ fn time_format<T: Stored>(
     compute: Compute,
     deadline: &Deadline,
 ) -> Result<(Summary, Vec<f64>), ExperimentError> {
-    let blas = gpu.blas()?;
+    let blas = gpu.blas();
     let stream = gpu.stream().clone();
     let mut operands = Operands::<T>::upload(&stream, a, b)?;
     let mut clock = gpu.event_clock()?;
@@ -359,7 +359,7 @@ fn gpu_reference(
     a: &[f32],
     b: &[f32],
 ) -> Result<Vec<f64>, ExperimentError> {
-    let blas = gpu.blas()?;
+    let blas = gpu.blas();
     let stream = gpu.stream().clone();
     let mut operands = Operands::<f64>::upload(&stream, a, b)?;
     operands.gemm(&blas, n, Compute::F64)?;

@@ -182,7 +182,7 @@ fn run_gpu(
     p: &StreamsParams,
     deadline: &Deadline,
 ) -> Result<StreamsResult, ExperimentError> {
-    let kernels = gpu.kernels()?;
+    let kernels = gpu.kernels();
     let main = gpu.stream().clone();
     let per_chunk = p.chunk_mib * MIB / size_of::<f32>();
     let total = per_chunk * p.chunks;

@@ -126,7 +126,7 @@ fn run_cpu() -> Result<TimingResult, ExperimentError> {
 
 /// The CUDA backend: `busy_f32` kernels timed with events.
 fn run_gpu(gpu: &mut Gpu) -> Result<TimingResult, ExperimentError> {
-    let kernels = gpu.kernels()?;
+    let kernels = gpu.kernels();
     let stream = gpu.stream().clone();
     let sms = gpu.card().sm_count.unwrap_or(80);
     let mut out = stream.zeros::<f32>(sms as usize * 2048)?;

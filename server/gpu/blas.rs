@@ -13,39 +13,39 @@
 
 use std::ffi::c_void;
 
-use cudarc::cublas::CudaBlas;
-use cudarc::cublas::result as blas_result;
-use cudarc::cublas::sys::{cublasComputeType_t, cublasGemmAlgo_t, cublasOperation_t, cudaDataType};
+use std::ffi::c_int;
+
 use cudarc::driver::{DevicePtr, DevicePtrMut};
 use half::{bf16, f16};
 use serde::Serialize;
 
+use super::cublas::{self, Handle};
 use super::device::{DeviceBuffer, Element, Stream};
 use super::error::GpuError;
-use super::loader::{Library, guarded};
+use super::loader::guarded;
 
 /// Element types cuBLAS multiplies.
 pub trait BlasScalar: Element {
-    /// cuBLAS's name for the type.
-    const DATA_TYPE: cudaDataType;
+    /// cuBLAS's name for the type (`cudaDataType`).
+    const DATA_TYPE: c_int;
     /// Lower-case name for messages.
     const NAME: &'static str;
 }
 
 impl BlasScalar for f32 {
-    const DATA_TYPE: cudaDataType = cudaDataType::CUDA_R_32F;
+    const DATA_TYPE: c_int = cublas::R_32F;
     const NAME: &'static str = "fp32";
 }
 impl BlasScalar for f64 {
-    const DATA_TYPE: cudaDataType = cudaDataType::CUDA_R_64F;
+    const DATA_TYPE: c_int = cublas::R_64F;
     const NAME: &'static str = "fp64";
 }
 impl BlasScalar for f16 {
-    const DATA_TYPE: cudaDataType = cudaDataType::CUDA_R_16F;
+    const DATA_TYPE: c_int = cublas::R_16F;
     const NAME: &'static str = "fp16";
 }
 impl BlasScalar for bf16 {
-    const DATA_TYPE: cudaDataType = cudaDataType::CUDA_R_16BF;
+    const DATA_TYPE: c_int = cublas::R_16BF;
     const NAME: &'static str = "bf16";
 }
 
@@ -320,19 +320,17 @@ fn int(x: usize) -> Result<i32, GpuError> {
 
 /// The cuBLAS handle, bound to the stream its products are queued on.
 pub struct Blas {
-    handle: CudaBlas,
+    handle: Handle,
     stream: Stream,
 }
 
 impl Blas {
     /// A handle on `stream`.
     pub(super) fn new(stream: &Stream) -> Result<Self, GpuError> {
-        Library::Cublas.require()?;
-        let raw = std::sync::Arc::clone(stream.raw());
-        let handle = guarded(move || CudaBlas::new(raw))?.map_err(|source| GpuError::Blas {
-            what: "handle creation".into(),
-            source,
-        })?;
+        let raw = stream.raw().cu_stream().cast();
+        // SAFETY: `raw` is the CUstream of `stream`, a live stream of this context;
+        // `Blas` keeps a clone of `stream`, so the stream outlives the handle.
+        let handle = guarded(|| unsafe { Handle::new(raw) })??;
         Ok(Self {
             handle,
             stream: stream.clone(),
@@ -359,31 +357,26 @@ impl Blas {
         let a_ptr = a_ptr + element(call.a_offset, size_of::<In>());
         let b_ptr = b_ptr + element(call.b_offset, size_of::<In>());
         let c_ptr = c_ptr + element(call.c_offset, size_of::<Out>());
-        let op = |t: bool| {
-            if t {
-                cublasOperation_t::CUBLAS_OP_T
-            } else {
-                cublasOperation_t::CUBLAS_OP_N
-            }
-        };
+        let op = |t: bool| if t { cublas::OP_T } else { cublas::OP_N };
         let (one32, zero32, one64, zero64) = (1.0f32, 0.0f32, 1.0f64, 0.0f64);
         let (alpha, beta, compute_type) = match compute {
             Compute::F32 => (
                 (&raw const one32).cast::<c_void>(),
                 (&raw const zero32).cast::<c_void>(),
-                cublasComputeType_t::CUBLAS_COMPUTE_32F,
+                cublas::COMPUTE_32F,
             ),
             Compute::F32FastTf32 => (
                 (&raw const one32).cast::<c_void>(),
                 (&raw const zero32).cast::<c_void>(),
-                cublasComputeType_t::CUBLAS_COMPUTE_32F_FAST_TF32,
+                cublas::COMPUTE_32F_FAST_TF32,
             ),
             Compute::F64 => (
                 (&raw const one64).cast::<c_void>(),
                 (&raw const zero64).cast::<c_void>(),
-                cublasComputeType_t::CUBLAS_COMPUTE_64F,
+                cublas::COMPUTE_64F,
             ),
         };
+        let what = format!("gemm_ex ({} → {}, {compute:?})", In::NAME, Out::NAME);
         // SAFETY: the handle is bound to `stream`, on which all three buffers are used;
         // `within` checked that each matrix (offset + rows × cols elements) lies inside
         // its buffer, and `plan` derived m, n, k and the leading dimensions (the stored
@@ -392,32 +385,18 @@ impl Blas {
         // beta have the type the compute type requires (f64 for 64F, f32 otherwise) and
         // outlive the call, which reads them before it returns.
         unsafe {
-            blas_result::gemm_ex(
-                *self.handle.handle(),
-                op(call.transa),
-                op(call.transb),
-                int(call.m)?,
-                int(call.n)?,
-                int(call.k)?,
+            self.handle.gemm_ex(
+                (op(call.transa), op(call.transb)),
+                (int(call.m)?, int(call.n)?, int(call.k)?),
                 alpha,
-                a_ptr as *const c_void,
-                In::DATA_TYPE,
-                int(call.lda)?,
-                b_ptr as *const c_void,
-                In::DATA_TYPE,
-                int(call.ldb)?,
+                (a_ptr as *const c_void, In::DATA_TYPE, int(call.lda)?),
+                (b_ptr as *const c_void, In::DATA_TYPE, int(call.ldb)?),
                 beta,
-                c_ptr as *mut c_void,
-                Out::DATA_TYPE,
-                int(call.ldc)?,
+                (c_ptr as *mut c_void, Out::DATA_TYPE, int(call.ldc)?),
                 compute_type,
-                cublasGemmAlgo_t::CUBLAS_GEMM_DEFAULT,
+                &what,
             )
         }
-        .map_err(|source| GpuError::Blas {
-            what: format!("gemm_ex ({} → {}, {compute:?})", In::NAME, Out::NAME),
-            source,
-        })
     }
 }
 

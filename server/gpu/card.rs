@@ -7,10 +7,9 @@ use std::sync::Arc;
 
 use cudarc::driver::CudaContext;
 use cudarc::driver::sys::CUdevice_attribute;
-use nvml_wrapper::Nvml;
-use nvml_wrapper::enum_wrappers::device::Clock;
 use serde::Serialize;
 
+use super::nvml::NvmlDevice;
 use crate::host::{CpuInfo, cpu_info};
 
 /// The PCIe link between host and GPU.
@@ -43,8 +42,11 @@ pub struct DeviceCard {
     pub memory_total_bytes: Option<u64>,
     /// L2 cache in bytes, GPU only.
     pub l2_cache_bytes: Option<u64>,
-    /// Maximum SM clock in MHz, GPU only.
+    /// Maximum SM clock in MHz (NVML), GPU only.
     pub sm_clock_max_mhz: Option<u32>,
+    /// The SM clock the datasheet's peak TFLOP/s assume, when GPU Lab knows the model
+    /// (on H100 SXM it is 1,830 MHz, about 8% below NVML's maximum).
+    pub datasheet_clock_mhz: Option<u32>,
     /// Maximum memory clock in MHz, GPU only.
     pub memory_clock_max_mhz: Option<u32>,
     /// The PCIe link, GPU only.
@@ -83,6 +85,7 @@ pub fn cpu_card(reason: &str) -> DeviceCard {
         memory_total_bytes: None,
         l2_cache_bytes: None,
         sm_clock_max_mhz: None,
+        datasheet_clock_mhz: None,
         memory_clock_max_mhz: None,
         pcie: None,
         driver_version: None,
@@ -92,51 +95,56 @@ pub fn cpu_card(reason: &str) -> DeviceCard {
     }
 }
 
-/// The card of an open context, from the driver API and (when it loads) NVML.
+/// The SM clock (MHz) behind the datasheet's dense tensor peaks, for models whose
+/// datasheet peak is not NVML's maximum clock: peak ÷ (SMs × FLOP per clock per SM).
+/// H100 SXM and H200: 989.4 TFLOP/s FP16 ÷ (132 × 4,096) = 1,830 MHz; H100 PCIe:
+/// 756 TFLOP/s ÷ (114 × 4,096) = 1,620 MHz (NVIDIA H100 and H200 datasheets).
+pub fn datasheet_clock_mhz(name: &str, sm_count: Option<u32>) -> Option<u32> {
+    let name = name.to_ascii_uppercase();
+    match sm_count? {
+        132 if name.contains("H100") && (name.contains("SXM") || name.contains("HBM3")) => {
+            Some(1830)
+        }
+        132 if name.contains("H200") => Some(1830),
+        114 if name.contains("H100") && name.contains("PCIE") => Some(1620),
+        _ => None,
+    }
+}
+
+/// The card of an open context, from the driver API and (when it matched) NVML.
 pub(super) fn read_card(
     ctx: &Arc<CudaContext>,
-    nvml: Option<&Nvml>,
+    nvml: Option<&NvmlDevice>,
     major: i32,
     minor: i32,
 ) -> DeviceCard {
     let attr = |a| ctx.attribute(a).ok().and_then(|v| u32::try_from(v).ok());
-    let device = nvml.and_then(|n| n.device_by_index(0).ok());
-    let pcie = device.as_ref().and_then(|d| {
-        let (generation, width) = (
-            d.current_pcie_link_gen().ok()?,
-            d.current_pcie_link_width().ok()?,
-        );
-        let (max_generation, max_width) = (
-            d.max_pcie_link_gen().unwrap_or(generation),
-            d.max_pcie_link_width().unwrap_or(width),
-        );
-        Some(PcieLink {
-            generation,
-            width,
-            max_generation,
-            max_width,
-            peak_gbps: pcie_lane_gbps(max_generation) * f64::from(max_width),
-        })
-    });
-    let cuda_version = nvml
-        .and_then(|n| n.sys_cuda_driver_version().ok())
-        .map(|v| format!("{}.{}", v / 1000, (v % 1000) / 10));
+    let pcie =
+        nvml.and_then(NvmlDevice::pcie)
+            .map(|(generation, width, max_generation, max_width)| PcieLink {
+                generation,
+                width,
+                max_generation,
+                max_width,
+                peak_gbps: pcie_lane_gbps(max_generation) * f64::from(max_width),
+            });
+    let (sm_clock, memory_clock) = nvml.map_or((None, None), NvmlDevice::max_clocks);
+    let (driver_version, cuda_driver_version) = nvml.map_or((None, None), NvmlDevice::driver);
+    let name = ctx.name().unwrap_or_else(|_| "NVIDIA GPU".to_string());
+    let sm_count = attr(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT);
     DeviceCard {
         kind: "cuda",
-        name: ctx.name().unwrap_or_else(|_| "NVIDIA GPU".to_string()),
         compute_capability: Some(format!("{major}.{minor}")),
-        sm_count: attr(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT),
+        datasheet_clock_mhz: datasheet_clock_mhz(&name, sm_count),
+        name,
+        sm_count,
         memory_total_bytes: ctx.total_mem().ok().map(|b| b as u64),
         l2_cache_bytes: attr(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE).map(u64::from),
-        sm_clock_max_mhz: device
-            .as_ref()
-            .and_then(|d| d.max_clock_info(Clock::SM).ok()),
-        memory_clock_max_mhz: device
-            .as_ref()
-            .and_then(|d| d.max_clock_info(Clock::Memory).ok()),
+        sm_clock_max_mhz: sm_clock,
+        memory_clock_max_mhz: memory_clock,
         pcie,
-        driver_version: nvml.and_then(|n| n.sys_driver_version().ok()),
-        cuda_driver_version: cuda_version,
+        driver_version,
+        cuda_driver_version,
         cpu: cpu_info(),
         note: "Experiments run on this GPU, one at a time.".to_string(),
     }
@@ -152,6 +160,21 @@ mod tests {
         assert!((pcie_lane_gbps(4) * 16.0 - 31.5).abs() < 0.1);
         assert!((pcie_lane_gbps(5) * 16.0 - 63.0).abs() < 0.1);
         assert_eq!(pcie_lane_gbps(0), 0.0);
+    }
+
+    #[test]
+    fn datasheet_clocks_reproduce_the_datasheet_peaks() {
+        let fp16_peak = |mhz: u32, sms: u32| f64::from(mhz) * 1e6 * f64::from(sms) * 4096.0 / 1e12;
+        let sxm = datasheet_clock_mhz("NVIDIA H100 80GB HBM3", Some(132)).unwrap();
+        assert!((fp16_peak(sxm, 132) - 989.4).abs() < 1.0);
+        let pcie = datasheet_clock_mhz("NVIDIA H100 PCIe", Some(114)).unwrap();
+        assert!((fp16_peak(pcie, 114) - 756.0).abs() < 1.0);
+        assert_eq!(datasheet_clock_mhz("NVIDIA H200", Some(132)), Some(1830));
+        assert_eq!(
+            datasheet_clock_mhz("NVIDIA A100-SXM4-80GB", Some(108)),
+            None
+        );
+        assert_eq!(datasheet_clock_mhz("NVIDIA H100 80GB HBM3", None), None);
     }
 
     #[test]

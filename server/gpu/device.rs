@@ -7,18 +7,18 @@
 
 use std::sync::Arc;
 
-use cudarc::driver::sys::{CUmemorytype, CUpointer_attribute, CUresult};
-use cudarc::driver::{
-    CudaContext, CudaStream, DevicePtr, DeviceRepr, PinnedHostSlice, ValidAsZeroBits,
-};
-use nvml_wrapper::Nvml;
-
 use super::blas::Blas;
 use super::card::{DeviceCard, read_card};
 use super::error::{DriverContext, GpuError};
 use super::launch::Kernels;
-use super::loader::{Library, guarded};
-use super::{kernels, memory::DeviceMemory};
+use super::loader::{guarded, require_driver};
+use super::memory::{DeviceMemory, others};
+use super::nvml::NvmlDevice;
+use super::nvrtc;
+use cudarc::driver::sys::{CUmemorytype, CUpointer_attribute, CUresult};
+use cudarc::driver::{
+    CudaContext, CudaStream, DevicePtr, DeviceRepr, PinnedHostSlice, ValidAsZeroBits,
+};
 
 /// A buffer of `T` in device memory (cudarc's `CudaSlice`).
 pub use cudarc::driver::CudaSlice as DeviceBuffer;
@@ -117,21 +117,23 @@ fn fits(needed: usize, available: usize, what: &str) -> Result<(), GpuError> {
     }
 }
 
-/// An open CUDA device.
+/// An open CUDA device: every layer GPU Lab needs works, or [`Gpu::open`] fails.
 pub struct Gpu {
     ctx: Arc<CudaContext>,
     stream: Stream,
-    nvml: Option<Nvml>,
-    arch: &'static str,
+    nvml: Option<NvmlDevice>,
     card: DeviceCard,
-    kernels: Option<Arc<Kernels>>,
-    blas: Option<Arc<Blas>>,
+    kernels: Arc<Kernels>,
+    blas: Arc<Blas>,
 }
 
 impl Gpu {
-    /// Opens device 0, or says which layer is missing.
+    /// Opens device 0 with everything the experiments use — the context, a stream of
+    /// its own, every kernel compiled by NVRTC *and loaded by the driver*, and a cuBLAS
+    /// handle — or says which layer is missing. There is no half-open GPU: a server
+    /// whose GPU fails here runs every experiment on the CPU.
     pub fn open() -> Result<Self, GpuError> {
-        Library::Driver.require()?;
+        require_driver()?;
         let ctx = guarded(|| CudaContext::new(0))?.what("cannot create a CUDA context")?;
         // Experiments order their streams themselves (fork and join); cudarc's
         // per-allocation event tracking would only add overhead to what we time.
@@ -139,27 +141,27 @@ impl Gpu {
         // forked from it after the allocation and joined back before it is freed, so the
         // ordering the tracking events would enforce is already explicit.
         unsafe { ctx.disable_event_tracking() };
+        // Not the legacy NULL stream: work queued elsewhere in the process (the
+        // allocator playground) must not land inside an experiment's timed window.
         let stream = Stream {
-            inner: ctx.default_stream(),
+            inner: ctx.new_stream().what("cannot create the engine's stream")?,
         };
         let (major, minor) = ctx
             .compute_capability()
             .what("cannot read the compute capability")?;
-        let arch = kernels::arch_for(major, minor).ok_or_else(|| {
-            GpuError::Unsupported(format!(
-                "compute capability {major}.{minor} is older than GPU Lab supports (7.0)"
-            ))
-        })?;
-        let nvml = guarded(Nvml::init).ok().and_then(Result::ok);
+        let nvrtc = nvrtc::get()?;
+        let target = nvrtc.target_for(major, minor)?;
+        let kernels = Arc::new(Kernels::load(&ctx, target)?);
+        let blas = Arc::new(Blas::new(&stream)?);
+        let nvml = NvmlDevice::matching(&ctx);
         let card = read_card(&ctx, nvml.as_ref(), major, minor);
         Ok(Self {
             ctx,
             stream,
             nvml,
-            arch,
             card,
-            kernels: None,
-            blas: None,
+            kernels,
+            blas,
         })
     }
 
@@ -173,20 +175,14 @@ impl Gpu {
         &self.stream
     }
 
-    /// Every kernel in `kernels/`, compiled by NVRTC and loaded on first use.
-    pub fn kernels(&mut self) -> Result<Arc<Kernels>, GpuError> {
-        if self.kernels.is_none() {
-            self.kernels = Some(Arc::new(Kernels::load(&self.ctx, self.arch)?));
-        }
-        Ok(Arc::clone(self.kernels.as_ref().expect("set above")))
+    /// Every kernel in `kernels/`, compiled and loaded when the device was opened.
+    pub fn kernels(&self) -> Arc<Kernels> {
+        Arc::clone(&self.kernels)
     }
 
-    /// The cuBLAS handle on the main stream, created on first use.
-    pub fn blas(&mut self) -> Result<Arc<Blas>, GpuError> {
-        if self.blas.is_none() {
-            self.blas = Some(Arc::new(Blas::new(&self.stream)?));
-        }
-        Ok(Arc::clone(self.blas.as_ref().expect("set above")))
+    /// The cuBLAS handle on the engine's stream.
+    pub fn blas(&self) -> Arc<Blas> {
+        Arc::clone(&self.blas)
     }
 
     /// `len` zeroed elements of page-locked host memory, as nvbandwidth allocates them
@@ -204,9 +200,10 @@ impl Gpu {
         Ok(PinnedBuffer { inner })
     }
 
-    /// Device memory for the allocator playground, on this context.
+    /// Device memory for the allocator playground, on this context, with NVML's view
+    /// of this same device.
     pub fn memory(&self) -> DeviceMemory {
-        DeviceMemory::new(Arc::clone(&self.ctx))
+        DeviceMemory::new(Arc::clone(&self.ctx), self.nvml.clone())
     }
 
     /// Where the driver says `buffer` lives: `cuda:0` for device memory.
@@ -241,11 +238,10 @@ impl Gpu {
 
     /// ReLU of `input` through the `relu_f32` kernel: a round trip that proves
     /// compiling, loading, launching and copying back work.
-    pub fn relu(&mut self, input: &[f32]) -> Result<Vec<f32>, GpuError> {
-        let kernels = self.kernels()?;
+    pub fn relu(&self, input: &[f32]) -> Result<Vec<f32>, GpuError> {
         let x = self.stream.upload(input)?;
         let mut y = self.stream.zeros::<f32>(input.len())?;
-        kernels.relu(&self.stream, &x, &mut y, input.len())?;
+        self.kernels.relu(&self.stream, &x, &mut y, input.len())?;
         let mut out = self.stream.download(&y)?;
         out.truncate(input.len());
         Ok(out)
@@ -282,11 +278,14 @@ impl Gpu {
 
     /// Other processes using this GPU right now (NVML), when NVML can tell.
     pub fn other_processes(&self) -> Option<usize> {
-        let nvml = self.nvml.as_ref()?;
-        let device = nvml.device_by_index(0).ok()?;
-        let own = std::process::id();
-        let procs = device.running_compute_processes().ok()?;
-        Some(procs.iter().filter(|p| p.pid != own).count())
+        let pids: Vec<u32> = self
+            .nvml
+            .as_ref()?
+            .processes()?
+            .iter()
+            .map(|p| p.pid)
+            .collect();
+        Some(others(&pids, std::process::id()))
     }
 }
 

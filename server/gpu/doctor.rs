@@ -1,13 +1,19 @@
 //! The layered GPU check (`gpulab doctor`, `/api/doctor`, lesson 3's live experiment):
-//! does the driver library load, does NVML see devices, can a context be created, does
-//! NVRTC compile a kernel, does cuBLAS load. Each layer passes, fails with the
-//! underlying error text, or is skipped because a layer below it failed.
+//! does the driver library load, does NVML see devices, can a context be created (and
+//! which NVML device is it), does NVRTC load and compile every kernel, does the
+//! *driver load* what NVRTC compiled (a PTX newer than the driver compiles fine and
+//! fails only here), does cuBLAS load and create a handle. Each layer passes, fails
+//! with the underlying error text and the library's path and version, or is skipped
+//! because a layer below it failed. The server uses the GPU only when every layer
+//! passes.
 
 use serde::Serialize;
 
 use super::error::{DriverContext, GpuError};
-use super::kernels;
-use super::loader::{Library, guarded};
+use super::launch::Kernels;
+use super::loader::{driver_present, driver_version, guarded, require_driver};
+use super::nvml::NvmlDevice;
+use super::{cublas, kernels, nvrtc};
 
 /// The outcome of one layer.
 #[derive(Debug, Clone, Copy, Serialize, PartialEq, Eq, utoipa::ToSchema)]
@@ -69,12 +75,17 @@ fn skipped(name: &'static str, because: &str) -> Layer {
 /// Runs every layer. Never panics, whatever is installed.
 pub fn run() -> Report {
     let mut layers = Vec::new();
-    let driver_ok = Library::Driver.is_present();
+    let driver_ok = driver_present();
     layers.push(layer(
         "CUDA driver library loads",
-        Library::Driver
-            .require()
-            .map(|()| "libcuda.so found".to_string()),
+        require_driver().map(|()| match driver_version() {
+            Some(v) => format!(
+                "libcuda found; the driver supports CUDA {}.{}",
+                v / 1000,
+                (v % 1000) / 10
+            ),
+            None => "libcuda found".to_string(),
+        }),
     ));
     layers.push(layer("NVML sees GPUs", nvml_devices()));
     let context = if driver_ok {
@@ -91,9 +102,12 @@ pub fn run() -> Report {
         (Ok(ctx), _) => layers.push(layer(
             "CUDA context on device 0",
             Ok(format!(
-                "{} (compute capability {})",
+                "{} (compute capability {}); NVML: {}",
                 ctx.name().unwrap_or_default(),
-                cc.map_or("?".into(), |(a, b)| format!("{a}.{b}"))
+                cc.map_or("?".into(), |(a, b)| format!("{a}.{b}")),
+                NvmlDevice::matching(ctx).map_or("no NVML device matches it".into(), |d| {
+                    format!("matched by {}", d.matched_by)
+                })
             )),
         )),
         (Err(e), true) => layers.push(Layer {
@@ -106,35 +120,81 @@ pub fn run() -> Report {
             "the driver library is missing",
         )),
     }
-    let arch = cc
-        .and_then(|(a, b)| kernels::arch_for(a, b))
-        .unwrap_or("compute_80");
-    let test_kernel = &kernels::FILES[0];
+    let nvrtc = nvrtc::get();
     layers.push(layer(
-        "NVRTC compiles a kernel",
-        kernels::compile(test_kernel, arch)
-            .map(|_| format!("compiled {} for {arch}", test_kernel.name)),
+        "NVRTC loads",
+        nvrtc
+            .as_ref()
+            .map(|n| format!("{}; compiles for {}", n.describe(), n.supported_range()))
+            .map_err(reissue),
     ));
-    let cublas = match (Library::Cublas.require(), &context) {
-        (Err(missing), _) => Err(missing),
-        (Ok(()), Ok(ctx)) => {
-            let stream = ctx.default_stream();
-            guarded(|| cudarc::cublas::CudaBlas::new(stream)).and_then(|r| {
-                r.map(|_| "cuBLAS handle created".to_string())
-                    .map_err(|source| GpuError::Blas {
-                        what: "handle creation".into(),
-                        source,
-                    })
-            })
+    let target = nvrtc.as_ref().map_err(reissue).and_then(|n| {
+        let (major, minor) = cc.unwrap_or((8, 0));
+        n.target_for(major, minor)
+    });
+    match &target {
+        Ok(target) => layers.push(layer(
+            "NVRTC compiles every kernel",
+            kernels::compile_all(*target).map(|files| {
+                format!(
+                    "{} files ({}) as {}{}",
+                    files.len(),
+                    files
+                        .iter()
+                        .map(|(name, _)| *name)
+                        .collect::<Vec<_>>()
+                        .join(", "),
+                    target.describe(),
+                    if cc.is_none() {
+                        " (no GPU: sm_80 as an example)"
+                    } else {
+                        ""
+                    }
+                )
+            }),
+        )),
+        Err(e) if nvrtc.is_ok() => {
+            layers.push(layer("NVRTC compiles every kernel", Err(reissue(e))))
         }
-        (Ok(()), Err(_)) => Ok("libcublas.so found (no context to create a handle in)".to_string()),
-    };
+        Err(_) => layers.push(skipped("NVRTC compiles every kernel", "NVRTC did not load")),
+    }
+    match (&context, &target) {
+        (Ok(ctx), Ok(target)) => layers.push(layer(
+            "The driver loads every kernel",
+            Kernels::load(ctx, *target).map(|_| {
+                format!(
+                    "every module loaded and every function found ({})",
+                    target.describe()
+                )
+            }),
+        )),
+        (Err(_), _) => layers.push(skipped("The driver loads every kernel", "no CUDA context")),
+        (_, Err(_)) => layers.push(skipped(
+            "The driver loads every kernel",
+            "nothing was compiled",
+        )),
+    }
+    let cublas = cublas::get().and_then(|api| match &context {
+        Ok(ctx) => {
+            let stream = ctx.default_stream();
+            // SAFETY: the default stream of a live context, kept alive (`stream`) for as
+            // long as the handle, which is dropped at the end of this closure.
+            let handle = guarded(|| unsafe { cublas::Handle::new(stream.cu_stream().cast()) })??;
+            drop(handle);
+            Ok(format!("{}; handle created", api.describe()))
+        }
+        Err(_) => Ok(format!(
+            "{} (no context to create a handle in)",
+            api.describe()
+        )),
+    });
     layers.push(layer("cuBLAS loads", cublas));
-    let backend = if context.is_ok() { "cuda" } else { "cpu" };
+    let all_ok = layers.iter().all(|l| l.status == Status::Ok);
+    let backend = if all_ok { "cuda" } else { "cpu" };
     let verdict = match layers.iter().find(|l| l.status == Status::Failed) {
         None => "Everything works: experiments run on the GPU.".to_string(),
-        Some(first) if backend == "cuda" => format!(
-            "The GPU works, but `{}` failed, so some experiments cannot run on it: {}",
+        Some(first) if context.is_ok() => format!(
+            "The GPU is there, but `{}` failed, so every experiment runs on the CPU (GPU Lab never runs half on a GPU): {}",
             first.name, first.detail
         ),
         Some(first) => format!(
@@ -147,6 +207,11 @@ pub fn run() -> Report {
         backend,
         verdict,
     }
+}
+
+/// The stored error of a library that failed to load, again.
+fn reissue(error: &GpuError) -> GpuError {
+    GpuError::Unsupported(error.to_string())
 }
 
 fn nvml_devices() -> Result<String, GpuError> {
@@ -172,7 +237,7 @@ mod tests {
     #[test]
     fn the_doctor_reports_every_layer_without_panicking() {
         let report = run();
-        assert_eq!(report.layers.len(), 5);
+        assert_eq!(report.layers.len(), 7);
         assert!(report.layers.iter().all(|l| !l.detail.is_empty()));
         if report.backend == "cpu" {
             assert!(

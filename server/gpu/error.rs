@@ -3,7 +3,6 @@
 //! the library's own code, and what to install when something is missing), because
 //! that text ends up in a failed job, the device card's note and `gpulab doctor`.
 
-use cudarc::cublas::result::CublasError;
 use cudarc::driver::DriverError;
 
 /// Everything a GPU call can fail with.
@@ -14,8 +13,8 @@ pub enum GpuError {
     Missing {
         /// The file name looked for, e.g. `libnvrtc.so`.
         library: &'static str,
-        /// What to install, or which variable to set.
-        hint: &'static str,
+        /// What was tried, what to install, or which variable to set.
+        hint: String,
     },
     /// A CUDA driver call failed.
     #[error("{what}: {source}")]
@@ -27,13 +26,12 @@ pub enum GpuError {
         source: DriverError,
     },
     /// A cuBLAS call failed.
-    #[error("cuBLAS {what} failed: {source}")]
+    #[error("cuBLAS {what} failed: {status}")]
     Blas {
-        /// Which product, e.g. `gemm_ex (bf16)`.
+        /// Which call, e.g. `gemm_ex (bf16)`.
         what: String,
-        /// cuBLAS's status.
-        #[source]
-        source: CublasError,
+        /// cuBLAS's status name, e.g. `CUBLAS_STATUS_NOT_SUPPORTED`.
+        status: String,
     },
     /// NVRTC refused a kernel file; `log` is its compile log.
     #[error("NVRTC could not compile {file}: {log}")]

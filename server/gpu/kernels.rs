@@ -1,14 +1,14 @@
 //! The CUDA kernels in `kernels/`, embedded in the binary and compiled at run time by
 //! NVRTC for the device's architecture. `common.cuh` is pasted in place of its
 //! `#include`, so NVRTC needs only the CUDA headers (`cuda_fp16.h`, `cuda_bf16.h`),
-//! found in `GPULAB_CUDA_INCLUDE`, `CUDA_HOME`/`CUDA_PATH` or `/usr/local/cuda/include`.
+//! found in `GPULAB_CUDA_INCLUDE`, beside the loaded NVRTC (toolkit or wheel layout),
+//! in `CUDA_HOME`/`CUDA_PATH` or in `/usr/local/cuda/include`.
 
 use std::path::Path;
 
-use cudarc::nvrtc::{CompileError, CompileOptions, Ptx, compile_ptx_with_opts};
-
 use super::error::GpuError;
-use super::loader::{Library, guarded};
+use super::loader::guarded;
+use super::nvrtc::{self, Binary, Target};
 
 /// The shared header every kernel file includes.
 pub const COMMON: &str = include_str!("../../kernels/common.cuh");
@@ -71,8 +71,10 @@ pub fn full_source(file: &KernelFile) -> String {
     file.source.replace("#include \"common.cuh\"", COMMON)
 }
 
-/// Folders that may hold the CUDA headers, in the order they are tried.
-pub fn include_paths() -> Vec<String> {
+/// Folders that may hold the CUDA headers, in the order they are tried: the ones
+/// named in `GPULAB_CUDA_INCLUDE`, then those that come with the NVRTC loaded from
+/// `nvrtc_path` (so its headers match its version), then the toolkit's.
+pub fn include_paths(nvrtc_path: &str) -> Vec<String> {
     let mut paths: Vec<String> = Vec::new();
     if let Ok(list) = std::env::var("GPULAB_CUDA_INCLUDE") {
         paths.extend(
@@ -80,6 +82,13 @@ pub fn include_paths() -> Vec<String> {
                 .filter(|p| !p.is_empty())
                 .map(str::to_string),
         );
+    }
+    if let Some(lib) = Path::new(nvrtc_path).parent() {
+        // Toolkit: lib64/../include; cu13 wheel: cu13/lib/../include; cu12 wheels:
+        // cuda_nvrtc/lib/../../cuda_runtime/include.
+        for beside in ["../include", "../../cuda_runtime/include"] {
+            paths.push(lib.join(beside).display().to_string());
+        }
     }
     for var in ["CUDA_HOME", "CUDA_PATH"] {
         if let Ok(root) = std::env::var(var) {
@@ -93,48 +102,33 @@ pub fn include_paths() -> Vec<String> {
         .collect()
 }
 
-/// The NVRTC architecture flag for compute capability `major.minor`.
-pub fn arch_for(major: i32, minor: i32) -> Option<&'static str> {
-    Some(match (major, minor) {
-        (7, 0) => "compute_70",
-        (7, 5) => "compute_75",
-        (8, 0) => "compute_80",
-        (8, 6) => "compute_86",
-        (8, 9) => "compute_89",
-        (9, 0) => "compute_90",
-        (10, 0) => "compute_100",
-        (12, 0) => "compute_120",
-        (m, _) if m >= 9 => "compute_90",
-        (8, _) => "compute_80",
-        _ => return None,
-    })
-}
-
-/// Compiles `file` to PTX for `arch` (e.g. `compute_80`). Errors carry NVRTC's log.
-pub fn compile(file: &KernelFile, arch: &'static str) -> Result<Ptx, GpuError> {
-    Library::Nvrtc.require()?;
-    let includes = include_paths();
+/// Compiles `file` for `target` with the loaded NVRTC. Errors carry NVRTC's log.
+pub fn compile(file: &KernelFile, target: Target) -> Result<Binary, GpuError> {
+    let nvrtc = nvrtc::get()?;
+    let includes = include_paths(&nvrtc.path);
     if includes.is_empty() {
         return Err(GpuError::Missing {
             library: "CUDA headers (cuda_fp16.h)",
-            hint: "set GPULAB_CUDA_INCLUDE to a CUDA include folder",
+            hint: "set GPULAB_CUDA_INCLUDE to a CUDA include folder (the toolkit's include/, or site-packages/nvidia/cu13/include from the nvidia-cuda-runtime wheel)".to_string(),
         });
     }
-    let options = CompileOptions {
-        arch: Some(arch),
-        include_paths: includes,
-        name: Some(file.name.to_string()),
-        options: vec!["--std=c++17".to_string()],
-        ..Default::default()
-    };
+    let mut options = vec!["--std=c++17".to_string()];
+    options.extend(includes.iter().map(|dir| format!("--include-path={dir}")));
     let source = full_source(file);
-    guarded(move || compile_ptx_with_opts(source, options))?.map_err(|e| GpuError::Compile {
-        file: file.name,
-        log: match e {
-            CompileError::CompileError { log, .. } => log.to_string_lossy().trim().to_string(),
-            other => other.to_string(),
-        },
+    guarded(|| nvrtc.compile(&source, file.name, target, &options))?.map_err(|log| {
+        GpuError::Compile {
+            file: file.name,
+            log,
+        }
     })
+}
+
+/// Compiles every file for `target`: what the doctor and the start-up check prove.
+pub fn compile_all(target: Target) -> Result<Vec<(&'static str, Binary)>, GpuError> {
+    FILES
+        .iter()
+        .map(|file| compile(file, target).map(|binary| (file.name, binary)))
+        .collect()
 }
 
 #[cfg(test)]
@@ -164,7 +158,5 @@ mod tests {
             assert!(!full_source(file).contains("#include \"common.cuh\""));
         }
         assert_eq!(file_for("relu_bf16").unwrap().name, "elementwise.cu");
-        assert_eq!(arch_for(9, 0), Some("compute_90"));
-        assert_eq!(arch_for(6, 1), None);
     }
 }

@@ -8,11 +8,13 @@
 use std::sync::Arc;
 
 use cudarc::driver::{CudaContext, CudaFunction, LaunchConfig, PushKernelArg};
+use cudarc::nvrtc::Ptx;
 use half::bf16;
 
 use super::device::{DeviceBuffer, Stream};
 use super::error::{DriverContext, GpuError};
 use super::kernels::{self, FILES};
+use super::nvrtc::{Binary, Target};
 
 /// Every kernel function, compiled and loaded.
 pub struct Kernels {
@@ -65,15 +67,20 @@ fn over(n: usize) -> Result<(u64, LaunchConfig), GpuError> {
 }
 
 impl Kernels {
-    /// Compiles every file in `kernels/` for `arch` and loads every function.
-    pub(super) fn load(ctx: &Arc<CudaContext>, arch: &'static str) -> Result<Self, GpuError> {
+    /// Compiles every file in `kernels/` for `target`, has the driver load each
+    /// module, and finds every function: all of it works, or this fails.
+    pub(super) fn load(ctx: &Arc<CudaContext>, target: Target) -> Result<Self, GpuError> {
         let mut modules = Vec::with_capacity(FILES.len());
-        for file in FILES {
-            let ptx = kernels::compile(file, arch)?;
-            let module = ctx
-                .load_module(ptx)
-                .what("the driver could not load a kernel module")?;
-            modules.push((file.name, module));
+        for (name, binary) in kernels::compile_all(target)? {
+            let image = match binary {
+                Binary::Cubin(bytes) => Ptx::from_binary(bytes),
+                Binary::Ptx(text) => Ptx::from_src(text),
+            };
+            let module = ctx.load_module(image).map_err(|source| GpuError::Driver {
+                what: "the driver could not load a compiled kernel module",
+                source,
+            })?;
+            modules.push((name, module));
         }
         let function = |name: &str| -> Result<CudaFunction, GpuError> {
             let file =

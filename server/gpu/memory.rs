@@ -1,15 +1,17 @@
 //! GPU memory as the driver and NVML see it (lesson 7), and raw device blocks for the
 //! allocator playground. [`DeviceMemory`] is cheap to clone and may be used from any
-//! thread: allocations and the driver's free/total go through the context, and the
-//! playground's blocks are freed on the stream they were allocated on.
+//! thread: its blocks are allocated and freed synchronously (`cuMemAlloc`/`cuMemFree`),
+//! on no stream, so nothing the playground does is queued inside an experiment's timed
+//! window, and freed memory really returns to the driver.
 
 use std::sync::Arc;
 
-use cudarc::driver::{CudaContext, CudaSlice};
+use cudarc::driver::CudaContext;
+use cudarc::driver::sys::CUdeviceptr;
 use serde::Serialize;
 
 use super::error::{DriverContext, GpuError};
-use super::loader::guarded;
+use super::nvml::NvmlDevice;
 
 /// One process holding GPU memory.
 #[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
@@ -35,30 +37,57 @@ pub struct DeviceMemoryReport {
     pub processes: Vec<GpuProcess>,
 }
 
-/// A block of device memory, released when dropped.
+/// A block of device memory from `cuMemAlloc`, handed straight back to the driver
+/// with `cuMemFree` when dropped — no stream-ordered pool keeps it, so the driver's
+/// free-memory figure moves exactly as the playground's `empty_cache` says it does.
 pub struct DeviceBlock {
-    _memory: CudaSlice<u8>,
+    ctx: Arc<CudaContext>,
+    address: CUdeviceptr,
 }
 
-/// Device memory on GPU 0's primary context.
+impl Drop for DeviceBlock {
+    fn drop(&mut self) {
+        if self.ctx.bind_to_thread().is_ok() {
+            // SAFETY: `address` came from cuMemAlloc in this context and is freed once.
+            // After a context reset the free fails harmlessly (the memory went with it).
+            let _ = unsafe { cudarc::driver::result::free_sync(self.address) };
+        }
+    }
+}
+
+// SAFETY: a device address is a plain number; the driver allows freeing it from any
+// thread once the context is bound there, which `drop` does.
+unsafe impl Send for DeviceBlock {}
+
+/// Device memory on the GPU's primary context, for the allocator playground.
 #[derive(Clone)]
 pub struct DeviceMemory {
     ctx: Arc<CudaContext>,
+    nvml: Option<NvmlDevice>,
 }
 
 impl DeviceMemory {
-    pub(super) fn new(ctx: Arc<CudaContext>) -> Self {
-        Self { ctx }
+    pub(super) fn new(ctx: Arc<CudaContext>, nvml: Option<NvmlDevice>) -> Self {
+        Self { ctx, nvml }
     }
 
-    /// `bytes` of zeroed device memory.
+    /// `bytes` of zeroed device memory, allocated synchronously (`cuMemAlloc`, not the
+    /// stream-ordered pool) and touching no experiment's stream.
     pub fn allocate(&self, bytes: usize) -> Result<DeviceBlock, GpuError> {
-        let memory = self
-            .ctx
-            .default_stream()
-            .alloc_zeros::<u8>(bytes.max(1))
+        let bytes = bytes.max(1);
+        self.ctx.bind_to_thread().what("cannot bind the context")?;
+        // SAFETY: the context is current on this thread (bound above); the block owns
+        // the returned address from here on and frees it once, in `drop`.
+        let address = unsafe { cudarc::driver::result::malloc_sync(bytes) }
             .what("the driver refused the allocation")?;
-        Ok(DeviceBlock { _memory: memory })
+        let block = DeviceBlock {
+            ctx: Arc::clone(&self.ctx),
+            address,
+        };
+        // SAFETY: `address` points at `bytes` bytes of device memory just allocated.
+        unsafe { cudarc::driver::result::memset_d8_sync(address, 0, bytes) }
+            .what("zeroing the allocation failed")?;
+        Ok(block)
     }
 
     /// Bytes in use on the device per the driver (all processes, contexts included).
@@ -69,33 +98,50 @@ impl DeviceMemory {
             .map(|(free, total)| (total - free) as u64)
     }
 
-    /// The driver's and NVML's view now.
+    /// The driver's and NVML's view now. NVML calls can block for milliseconds: call
+    /// this off the async threads.
     pub fn report(&self) -> DeviceMemoryReport {
         let mut report = DeviceMemoryReport::default();
         if let Ok((free, total)) = self.ctx.mem_get_info() {
             report.driver_free_bytes = Some(free as u64);
             report.driver_total_bytes = Some(total as u64);
         }
-        if let Ok(Ok(nvml)) = guarded(nvml_wrapper::Nvml::init)
-            && let Ok(device) = nvml.device_by_index(0)
-        {
-            if let Ok(info) = device.memory_info() {
-                report.nvml_used_bytes = Some(info.used);
-                report.nvml_total_bytes = Some(info.total);
+        if let Some(nvml) = &self.nvml {
+            if let Some((used, total)) = nvml.memory() {
+                report.nvml_used_bytes = Some(used);
+                report.nvml_total_bytes = Some(total);
             }
-            if let Ok(procs) = device.running_compute_processes() {
-                report.processes = procs
-                    .iter()
-                    .map(|p| GpuProcess {
-                        pid: p.pid,
-                        used_bytes: match p.used_gpu_memory {
-                            nvml_wrapper::enums::device::UsedGpuMemory::Used(b) => Some(b),
-                            nvml_wrapper::enums::device::UsedGpuMemory::Unavailable => None,
-                        },
-                    })
-                    .collect();
-            }
+            report.processes = nvml.processes().unwrap_or_default();
         }
         report
+    }
+}
+
+/// How many of the GPU's processes (`pids`, host PIDs from NVML) are not this server
+/// (`own`, its PID as it sees it). Inside a container the server's own PID is from
+/// another PID namespace and never matches; but a server with an open context is
+/// always one of NVML's processes, so then one of them is discounted.
+pub fn others(pids: &[u32], own: u32) -> usize {
+    if pids.contains(&own) {
+        pids.len() - 1
+    } else {
+        pids.len().saturating_sub(1)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_server_is_never_counted_as_another_process() {
+        assert_eq!(others(&[10, 11, 12], 11), 2, "same PID namespace");
+        assert_eq!(
+            others(&[4242, 5151], 7),
+            1,
+            "in a container: one of them is us"
+        );
+        assert_eq!(others(&[4242], 7), 0);
+        assert_eq!(others(&[], 7), 0);
     }
 }

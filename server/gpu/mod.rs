@@ -23,6 +23,7 @@
 
 pub mod blas;
 pub mod card;
+pub mod cublas;
 pub mod device;
 pub mod doctor;
 pub mod error;
@@ -30,6 +31,8 @@ pub mod kernels;
 pub mod launch;
 pub mod loader;
 pub mod memory;
+pub mod nvml;
+pub mod nvrtc;
 pub mod timer;
 
 pub use blas::{Blas, Compute, Operand, Output};

@@ -224,7 +224,7 @@ fn doctor_check_in_the_dockerfile_matches_the_doctor() {
                 format!(
                     "{}:{}",
                     wheels.join("cuda_nvrtc/lib").display(),
-                    wheels.join("cuda_runtime/lib").display()
+                    wheels.join("cublas/lib").display()
                 ),
             )
             .env("GPULAB_CUDA_INCLUDE", wheels.join("cuda_runtime/include"));

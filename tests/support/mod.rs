@@ -134,6 +134,11 @@ pub struct BinaryServer {
 impl BinaryServer {
     /// Starts the binary and waits until it says it is serving.
     pub fn start(database: &std::path::Path) -> Self {
+        Self::start_with_env(database, &[])
+    }
+
+    /// [`BinaryServer::start`] with extra environment variables.
+    pub fn start_with_env(database: &std::path::Path, env: &[(&str, &str)]) -> Self {
         use std::io::{BufRead, BufReader};
         let port = std::net::TcpListener::bind("127.0.0.1:0")
             .unwrap()
@@ -145,6 +150,7 @@ impl BinaryServer {
             .arg("--database")
             .arg(database)
             .env("RUST_LOG", "warn,gpulab=info")
+            .envs(env.iter().copied())
             .stdout(std::process::Stdio::null())
             .stderr(std::process::Stdio::piped())
             .spawn()

@@ -61,7 +61,7 @@ impl DeviceRun {
                 "a ticket label is out of range".into(),
             ));
         }
-        let (k, blas) = (gpu.kernels()?, gpu.blas()?);
+        let (k, blas) = (gpu.kernels(), gpu.blas());
         let s = gpu.stream().clone();
         let (b, h) = (params.batch, params.hidden);
         let twice = |v: &[f32]| [v, v].concat();

@@ -1,7 +1,7 @@
 //! Operations: probes for orchestrators and the Docker HEALTHCHECK, and Prometheus.
 //! `/healthz` says the process answers; `/readyz` says it can do its job — the database
-//! takes a write — and reports the GPU state and queue without requiring a GPU (the
-//! CPU path is a working server); `/metrics` is the exposition, fed by [`track`].
+//! takes a write and the backend passed its start-up self-test — and reports the GPU
+//! state and queue without requiring a GPU (the CPU path is a working server); `/metrics` is the exposition, fed by [`track`].
 
 use std::time::Instant;
 
@@ -19,12 +19,24 @@ pub async fn healthz() -> Json<serde_json::Value> {
     Json(json!({ "status": "ok" }))
 }
 
-/// `GET /readyz`: 200 when the database is writable, else 503 with the reason.
+/// `GET /readyz`: 200 when the database is writable and the backend in use passed its
+/// start-up self-test, else 503 with the reason. A GPU that failed its self-test does
+/// not make the server unready — it runs on the CPU, and `selftest.rejected_gpu` says
+/// why.
 pub async fn readyz(State(state): State<AppState>) -> Response {
     let database = state.db.check_writable().await;
     let stats = state.engine.stats();
+    let contact = &state.engine.first_contact;
+    let ready = database.is_ok() && contact.ok();
     let body = json!({
-        "status": if database.is_ok() { "ready" } else { "not ready" },
+        "status": if ready { "ready" } else { "not ready" },
+        "selftest": {
+            "backend": contact.backend,
+            "ok": contact.ok(),
+            "failed": contact.failed(),
+            "checks": contact.checks,
+            "rejected_gpu": contact.rejected_gpu,
+        },
         "database": match &database {
             Ok(()) => "ok".to_string(),
             Err(e) => format!("not writable: {e}"),
@@ -36,7 +48,7 @@ pub async fn readyz(State(state): State<AppState>) -> Response {
         },
         "queue": { "depth": stats.depth, "running": stats.running },
     });
-    let status = if database.is_ok() {
+    let status = if ready {
         StatusCode::OK
     } else {
         StatusCode::SERVICE_UNAVAILABLE
@@ -62,13 +74,22 @@ pub async fn track(State(state): State<AppState>, request: Request, next: Next) 
     response
 }
 
-/// `GET /metrics`.
-pub async fn metrics(State(state): State<AppState>) -> impl IntoResponse {
-    (
-        [(
-            header::CONTENT_TYPE,
-            "text/plain; version=0.0.4; charset=utf-8",
-        )],
-        state.metrics.render(),
-    )
+/// `GET /metrics`. Rendering reads NVML, which can block: it runs off the async threads.
+pub async fn metrics(State(state): State<AppState>) -> Response {
+    let metrics = state.metrics.clone();
+    match tokio::task::spawn_blocking(move || metrics.render()).await {
+        Ok(text) => (
+            [(
+                header::CONTENT_TYPE,
+                "text/plain; version=0.0.4; charset=utf-8",
+            )],
+            text,
+        )
+            .into_response(),
+        Err(_) => (
+            StatusCode::SERVICE_UNAVAILABLE,
+            "metrics could not be read; try again",
+        )
+            .into_response(),
+    }
 }

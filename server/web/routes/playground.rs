@@ -29,7 +29,17 @@ pub async fn view(
     State(state): State<AppState>,
     Extension(student): Extension<StudentId>,
 ) -> Json<PlaygroundView> {
-    Json(state.engine.playgrounds.with(&student.0, |_, _| ()).1)
+    let playgrounds = state.engine.playgrounds.clone();
+    Json(off_async(move || playgrounds.with(&student.0, |_, _| ()).1).await)
+}
+
+/// Runs `work` (driver and NVML calls, which can block) on the blocking pool, so the
+/// async threads keep serving pages meanwhile.
+async fn off_async<T: Send + 'static>(work: impl FnOnce() -> T + Send + 'static) -> T {
+    match tokio::task::spawn_blocking(work).await {
+        Ok(value) => value,
+        Err(join) => std::panic::resume_unwind(join.into_panic()),
+    }
 }
 
 /// A tensor to allocate.
@@ -103,10 +113,9 @@ pub async fn free(
     Extension(student): Extension<StudentId>,
     Path(name): Path<String>,
 ) -> Result<Json<PlaygroundView>, ApiError> {
-    let (outcome, view) = state
-        .engine
-        .playgrounds
-        .with(&student.0, |pool, _| pool.free(&name));
+    let playgrounds = state.engine.playgrounds.clone();
+    let (outcome, view) =
+        off_async(move || playgrounds.with(&student.0, |pool, _| pool.free(&name))).await;
     outcome.map_err(|e| AppError::Invalid(e.to_string()))?;
     Ok(Json(view))
 }
@@ -118,13 +127,8 @@ pub async fn empty_cache(
     State(state): State<AppState>,
     Extension(student): Extension<StudentId>,
 ) -> Json<PlaygroundView> {
-    Json(
-        state
-            .engine
-            .playgrounds
-            .with(&student.0, |pool, _| pool.empty_cache())
-            .1,
-    )
+    let playgrounds = state.engine.playgrounds.clone();
+    Json(off_async(move || playgrounds.with(&student.0, |pool, _| pool.empty_cache()).1).await)
 }
 
 /// Drop every tensor and cached block.
@@ -134,5 +138,6 @@ pub async fn reset(
     State(state): State<AppState>,
     Extension(student): Extension<StudentId>,
 ) -> Json<PlaygroundView> {
-    Json(state.engine.playgrounds.reset(&student.0))
+    let playgrounds = state.engine.playgrounds.clone();
+    Json(off_async(move || playgrounds.reset(&student.0)).await)
 }

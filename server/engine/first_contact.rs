@@ -1,0 +1,466 @@
+//! The start-up self-test: before a GPU serves a single student, it must compute what
+//! the CPU computes. Nothing in GPU Lab has been run on most GPUs it will meet, so the
+//! first contact checks every path the experiments use — a GEMM per dtype against an
+//! FP64 product computed on the CPU (so a wrong cuBLAS argument mapping cannot hide
+//! behind a GPU-side reference), one training step on the GPU against the same step on
+//! the CPU, one kernel, and a pinned copy round trip compared byte for byte. Any
+//! failure puts the whole server on the CPU backend, with the failing check on the
+//! device card and in `/readyz`; `gpulab selftest` prints the full report.
+//!
+//! `GPULAB_INJECT_SELFTEST_FAILURE=1` adds a failing check, to prove the fallback on a
+//! real GPU (tests/gpu.rs) and the reporting on the CPU (tests/experiments.rs).
+
+use half::{bf16, f16};
+use serde::Serialize;
+
+use crate::cpu::Mat;
+use crate::experiments::precision::{Format, tolerance};
+use crate::experiments::training::{TrainParams, gpu as training_gpu, model};
+use crate::experiments::{Check, ExperimentError, Outcome};
+use crate::gpu::blas::{BlasScalar, Compute, Operand, Output};
+use crate::gpu::{Gpu, GpuError};
+use crate::measure::Deadline;
+
+/// The environment variable that injects a failing check.
+pub const INJECT: &str = "GPULAB_INJECT_SELFTEST_FAILURE";
+
+/// The outcome of the start-up self-test, as `/readyz` shows it.
+#[derive(Debug, Clone, Serialize, Default)]
+pub struct FirstContact {
+    /// The backend that serves: `cuda` or `cpu`.
+    pub backend: &'static str,
+    /// Its checks.
+    pub checks: Vec<Check>,
+    /// On the CPU backend after a GPU failed its self-test: that GPU's checks.
+    pub rejected_gpu: Vec<Check>,
+}
+
+impl FirstContact {
+    /// `checks` run on `backend`.
+    pub fn new(backend: &'static str, checks: Vec<Check>) -> Self {
+        Self {
+            backend,
+            checks,
+            rejected_gpu: Vec::new(),
+        }
+    }
+
+    /// `name: detail` of each failed check of the serving backend.
+    pub fn failed(&self) -> Vec<String> {
+        failures(&self.checks)
+    }
+
+    /// Whether every check of the serving backend passed.
+    pub fn ok(&self) -> bool {
+        !self.checks.iter().any(Check::failed)
+    }
+}
+
+fn failures(checks: &[Check]) -> Vec<String> {
+    checks
+        .iter()
+        .filter_map(|c| match &c.outcome {
+            Outcome::Fail(detail) => Some(format!("{}: {detail}", c.name)),
+            _ => None,
+        })
+        .collect()
+}
+
+/// `device` if `checks` all pass on it, else the reason it must not be used.
+pub fn admit<D>(
+    mut device: D,
+    checks: impl FnOnce(&mut D) -> Vec<Check>,
+) -> (Option<D>, FirstContact) {
+    let report = FirstContact::new("cuda", checks(&mut device));
+    if report.ok() {
+        (Some(device), report)
+    } else {
+        (None, report)
+    }
+}
+
+/// The sentence for the device card when the GPU failed its self-test.
+pub fn reason(report: &FirstContact) -> String {
+    format!(
+        "the GPU failed its start-up self-test ({}); run `gpulab selftest` for the full report",
+        report.failed().join("; ")
+    )
+}
+
+/// The injected failure, when [`INJECT`] is set.
+pub fn injected() -> Option<Check> {
+    std::env::var_os(INJECT).map(|_| {
+        Check::expect(
+            "injected failure",
+            false,
+            format!("{INJECT} is set: this check fails on purpose"),
+        )
+    })
+}
+
+/// The GPU's quick checks.
+pub fn gpu_checks(gpu: &mut Gpu) -> Vec<Check> {
+    let mut checks = gemm_checks(gpu);
+    checks.push(training_step(gpu));
+    checks.push(kernel(gpu));
+    checks.push(pinned_round_trip(gpu));
+    checks.extend(injected());
+    checks
+}
+
+/// The CPU backend's quick checks: its GEMM against the FP64 product.
+pub fn cpu_checks() -> Vec<Check> {
+    let (m, k, n) = SHAPE;
+    let a = random(m * k, 1);
+    let b = random(k * n, 2);
+    let mut c = vec![0f32; m * n];
+    crate::cpu::gemm(Mat::new(&a, m, k), Mat::new(&b, k, n), 0.0, &mut c);
+    let reference = product(&widen(&a), &widen(&b), m, k, n, false);
+    let error = max_relative_error(&widen(&c), &reference);
+    let limit = tolerance(Format::Fp32, k);
+    let mut checks = vec![Check::expect(
+        "first contact: CPU SGEMM vs FP64",
+        error <= limit,
+        format!("max relative error {error:.1e} (≤ {limit:.1e})"),
+    )];
+    checks.extend(injected());
+    checks
+}
+
+/// Odd, non-square sizes, so a swapped dimension or leading dimension shows.
+const SHAPE: (usize, usize, usize) = (37, 53, 29);
+
+fn gemm_checks(gpu: &Gpu) -> Vec<Check> {
+    let mut checks = Vec::new();
+    for transposed in [false, true] {
+        checks.push(gemm_check::<f32>(
+            "fp32",
+            Compute::F32,
+            Format::Fp32,
+            transposed,
+            gpu,
+        ));
+        checks.push(gemm_check::<f32>(
+            "tf32",
+            Compute::F32FastTf32,
+            Format::Tf32,
+            transposed,
+            gpu,
+        ));
+        checks.push(gemm_check::<f16>(
+            "fp16",
+            Compute::F32,
+            Format::Fp16,
+            transposed,
+            gpu,
+        ));
+        checks.push(gemm_check::<bf16>(
+            "bf16",
+            Compute::F32,
+            Format::Bf16,
+            transposed,
+            gpu,
+        ));
+    }
+    checks.push(gemm_check::<f64>(
+        "fp64",
+        Compute::F64,
+        Format::Fp32,
+        false,
+        gpu,
+    ));
+    checks
+}
+
+/// Input types the check converts from and to f64.
+trait Input: BlasScalar {
+    fn from_f64(x: f64) -> Self;
+    fn to_f64(self) -> f64;
+}
+impl Input for f32 {
+    fn from_f64(x: f64) -> Self {
+        x as f32
+    }
+    fn to_f64(self) -> f64 {
+        f64::from(self)
+    }
+}
+impl Input for f64 {
+    fn from_f64(x: f64) -> Self {
+        x
+    }
+    fn to_f64(self) -> f64 {
+        self
+    }
+}
+impl Input for f16 {
+    fn from_f64(x: f64) -> Self {
+        f16::from_f64(x)
+    }
+    fn to_f64(self) -> f64 {
+        f64::from(self)
+    }
+}
+impl Input for bf16 {
+    fn from_f64(x: f64) -> Self {
+        bf16::from_f64(x)
+    }
+    fn to_f64(self) -> f64 {
+        f64::from(self)
+    }
+}
+
+/// `C = A · B` (or `A · Bᵀ` with B stored `n × k`) on cuBLAS in `T`, against the FP64
+/// product of the same (already rounded) inputs computed here.
+fn gemm_check<T: Input>(
+    name: &str,
+    compute: Compute,
+    format: Format,
+    transposed: bool,
+    gpu: &Gpu,
+) -> Check {
+    let (m, k, n) = SHAPE;
+    let label = format!(
+        "first contact: {name} GEMM (A·B{}) vs CPU FP64",
+        if transposed { "ᵀ" } else { "" }
+    );
+    let a: Vec<T> = random(m * k, 3)
+        .into_iter()
+        .map(|x| T::from_f64(f64::from(x)))
+        .collect();
+    let b: Vec<T> = random(k * n, 4)
+        .into_iter()
+        .map(|x| T::from_f64(f64::from(x)))
+        .collect();
+    let run = || -> Result<Vec<f64>, GpuError> {
+        let stream = gpu.stream();
+        let (da, db) = (stream.upload(&a)?, stream.upload(&b)?);
+        let b_operand = if transposed {
+            Operand::new(&db, n, k).t()
+        } else {
+            Operand::new(&db, k, n)
+        };
+        let out: Vec<f64> = if compute == Compute::F64 {
+            let mut dc = stream.zeros::<f64>(m * n)?;
+            gpu.blas().gemm(
+                Operand::new(&da, m, k),
+                b_operand,
+                Output::new(&mut dc, m, n),
+                compute,
+            )?;
+            stream.download(&dc)?
+        } else {
+            let mut dc = stream.zeros::<f32>(m * n)?;
+            gpu.blas().gemm(
+                Operand::new(&da, m, k),
+                b_operand,
+                Output::new(&mut dc, m, n),
+                compute,
+            )?;
+            stream.download(&dc)?.into_iter().map(f64::from).collect()
+        };
+        Ok(out[..m * n].to_vec())
+    };
+    let wide = |v: &[T]| v.iter().map(|x| x.to_f64()).collect::<Vec<_>>();
+    let reference = product(&wide(&a), &wide(&b), m, k, n, transposed);
+    let limit = if compute == Compute::F64 {
+        1e-12
+    } else {
+        tolerance(format, k)
+    };
+    match run() {
+        Ok(out) => {
+            let error = max_relative_error(&out, &reference);
+            Check::expect(
+                label,
+                error <= limit,
+                format!("max relative error {error:.1e} (≤ {limit:.1e})"),
+            )
+        }
+        Err(e) => Check::error(label, e),
+    }
+}
+
+/// One optimiser step (two, to see the update land) on the GPU and the CPU.
+fn training_step(gpu: &mut Gpu) -> Check {
+    let label = "first contact: training step, GPU loss vs CPU (fp32, Adam)";
+    let params = TrainParams {
+        batch: 32,
+        hidden: 16,
+        steps: 2,
+        log_every: 1,
+        ..TrainParams::default()
+    };
+    let deadline = Deadline::after(std::time::Duration::from_secs(60));
+    let both = model::run_cpu(&params, &deadline)
+        .and_then(|cpu| training_gpu::run(gpu, &params, &deadline).map(|gpu| (gpu, cpu)));
+    match both {
+        Ok((g, c)) => {
+            let worst = g
+                .loss_curve
+                .iter()
+                .zip(&c.loss_curve)
+                .map(|(a, b)| f64::from((a.loss - b.loss).abs() / b.loss.abs().max(1e-3)))
+                .fold(0.0, f64::max);
+            let same_length = g.loss_curve.len() == c.loss_curve.len() && !c.loss_curve.is_empty();
+            Check::expect(
+                label,
+                same_length && worst <= 1e-3,
+                format!(
+                    "largest relative loss difference {worst:.1e} over {} steps",
+                    g.loss_curve.len()
+                ),
+            )
+        }
+        Err(e) => Check::error(label, e),
+    }
+}
+
+fn kernel(gpu: &Gpu) -> Check {
+    let label = "first contact: relu_f32 kernel vs CPU";
+    let input: Vec<f32> = random(4099, 5).into_iter().map(|x| x * 8.0).collect();
+    let expected: Vec<f32> = input.iter().map(|x| x.max(0.0)).collect();
+    match gpu.relu(&input) {
+        Ok(out) => Check::expect(
+            label,
+            out == expected,
+            format!(
+                "{} of {} elements equal",
+                out.iter().zip(&expected).filter(|(a, b)| a == b).count(),
+                expected.len()
+            ),
+        ),
+        Err(e) => Check::error(label, e),
+    }
+}
+
+fn pinned_round_trip(gpu: &Gpu) -> Check {
+    let label = "first contact: pinned copy host→device→host, byte for byte";
+    let len = (1 << 20) + 3;
+    let run = || -> Result<bool, ExperimentError> {
+        let stream = gpu.stream();
+        let mut sent = gpu.pinned::<u8>(len)?;
+        let sent = sent.as_mut_slice()?;
+        for (i, byte) in sent.iter_mut().enumerate() {
+            *byte = ((i * 31 + 7) % 251) as u8;
+        }
+        let mut device = stream.zeros::<u8>(len)?;
+        stream.copy_to_device(sent, &mut device)?;
+        let mut back = gpu.pinned::<u8>(len)?;
+        let back = back.as_mut_slice()?;
+        stream.copy_to_host(&device, back)?;
+        stream.sync()?;
+        Ok(sent == back)
+    };
+    match run() {
+        Ok(same) => Check::expect(
+            label,
+            same,
+            format!("{len} bytes {}", if same { "identical" } else { "differ" }),
+        ),
+        Err(e) => Check::error(label, e),
+    }
+}
+
+/// Row-major FP64 `A (m×k) · B`, B stored `k × n`, or `n × k` and read transposed.
+fn product(a: &[f64], b: &[f64], m: usize, k: usize, n: usize, b_transposed: bool) -> Vec<f64> {
+    let mut c = vec![0.0; m * n];
+    for i in 0..m {
+        for j in 0..n {
+            c[i * n + j] = (0..k)
+                .map(|p| {
+                    a[i * k + p]
+                        * if b_transposed {
+                            b[j * k + p]
+                        } else {
+                            b[p * n + j]
+                        }
+                })
+                .sum();
+        }
+    }
+    c
+}
+
+fn max_relative_error(out: &[f64], reference: &[f64]) -> f64 {
+    if out.len() != reference.len() {
+        return f64::INFINITY;
+    }
+    let scale = reference
+        .iter()
+        .fold(0.0f64, |m, r| m.max(r.abs()))
+        .max(f64::MIN_POSITIVE);
+    out.iter()
+        .zip(reference)
+        .fold(0.0f64, |m, (x, r)| m.max((x - r).abs()))
+        / scale
+}
+
+fn widen(v: &[f32]) -> Vec<f64> {
+    v.iter().map(|x| f64::from(*x)).collect()
+}
+
+/// `len` numbers in [-1, 1) from a fixed xorshift sequence (`seed` picks one).
+fn random(len: usize, seed: u64) -> Vec<f32> {
+    let mut state = 0x9E37_79B9_7F4A_7C15u64 ^ seed.wrapping_mul(0xD1B5_4A32_D192_ED03);
+    (0..len)
+        .map(|_| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            ((state >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_device_that_fails_any_check_is_not_admitted() {
+        let pass = |_: &mut u8| vec![Check::expect("a", true, "fine")];
+        let (kept, report) = admit(7u8, pass);
+        assert_eq!(kept, Some(7));
+        assert!(report.ok() && report.checks.len() == 1);
+        let fail = |_: &mut u8| {
+            vec![
+                Check::expect("a", true, "fine"),
+                Check::expect("gemm", false, "max relative error 3.1e-1"),
+            ]
+        };
+        let (kept, report) = admit(7u8, fail);
+        assert_eq!(kept, None);
+        assert_eq!(
+            report.failed(),
+            vec!["gemm: max relative error 3.1e-1".to_string()]
+        );
+        assert!(reason(&report).contains("gemm: max relative error"));
+    }
+
+    #[test]
+    fn the_fp64_reference_and_the_error_measure_can_tell_a_wrong_product() {
+        let (m, k, n) = SHAPE;
+        let a = widen(&random(m * k, 1));
+        let b = widen(&random(k * n, 2));
+        let right = product(&a, &b, m, k, n, false);
+        // B stored transposed and read transposed is the same product.
+        let mut bt = vec![0.0; k * n];
+        for p in 0..k {
+            for j in 0..n {
+                bt[j * k + p] = b[p * n + j];
+            }
+        }
+        assert!(max_relative_error(&product(&a, &bt, m, k, n, true), &right) < 1e-15);
+        // Reading B without the transpose is caught by any tolerance we use.
+        let wrong = product(&a, &bt, m, k, n, false);
+        assert!(max_relative_error(&wrong, &right) > tolerance(Format::Bf16, k) * 10.0);
+    }
+
+    #[test]
+    fn the_cpu_checks_pass_here() {
+        let checks = cpu_checks();
+        let injected = std::env::var_os(INJECT).is_some();
+        assert_eq!(checks.iter().any(Check::failed), injected, "{checks:?}");
+    }
+}
