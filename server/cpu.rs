@@ -85,7 +85,12 @@ pub fn dgemm(n: usize, a: &[f64], b: &[f64], c: &mut [f64]) {
 /// `iterations` dependent fused multiply-adds: a fixed amount of CPU work that the
 /// optimiser cannot remove.
 pub fn busy(iterations: u64) -> f32 {
-    let mut x = std::hint::black_box(0.5f32);
+    busy_from(std::hint::black_box(0.5f32), iterations)
+}
+
+/// The busy loop from `x`: `x = fma(x, 0.999999, 1e-6)`, `iterations` times. It is
+/// what the `busy_f32` kernel computes for each element, from that element's start.
+pub fn busy_from(mut x: f32, iterations: u64) -> f32 {
     for _ in 0..iterations {
         x = x.mul_add(0.999_999, 1e-6);
     }

@@ -14,6 +14,7 @@ mod experiments;
 mod gpu;
 mod gradebook;
 mod http;
+mod kernel_emulation;
 mod kernels;
 mod lesson_experiments;
 mod nojs;

@@ -8,7 +8,9 @@ cd "$(dirname "$0")/.."
 
 need_apt=()
 command -v cargo >/dev/null || { echo "setup: a Rust toolchain (cargo) is required: https://rustup.rs" >&2; exit 1; }
-command -v cc >/dev/null || need_apt+=(build-essential)
+# build-essential: cc links Rust crates with C parts; c++ compiles the kernels' CPU
+# emulation (tests/kernel_emulation).
+{ command -v cc && command -v c++; } >/dev/null || need_apt+=(build-essential)
 command -v pkg-config >/dev/null || need_apt+=(pkg-config)
 # Headless browser for tests/e2e (CHROMIUM may name another build).
 if [[ -z ${CHROMIUM:-} || ! -x ${CHROMIUM:-} ]]; then

@@ -3,11 +3,12 @@
 //! launching it. That check is what makes each `// SAFETY:` line below true, and what
 //! turns a wrong size into a [`GpuError::Shape`] instead of an out-of-bounds access.
 //! The kernels' parameter lists are written beside each launch; the files themselves
-//! document what each computes.
+//! document what each computes. Grids come from [`LaunchShape`] (`launch/shape.rs`),
+//! which the kernels' CPU emulation uses too.
 
 use std::sync::Arc;
 
-use cudarc::driver::{CudaContext, CudaFunction, LaunchConfig, PushKernelArg};
+use cudarc::driver::{CudaContext, CudaFunction, PushKernelArg};
 use cudarc::nvrtc::Ptx;
 use half::bf16;
 
@@ -15,6 +16,9 @@ use super::device::{DeviceBuffer, Stream};
 use super::error::{DriverContext, GpuError};
 use super::kernels::{self, FILES};
 use super::nvrtc::{Binary, Target};
+
+mod shape;
+pub use shape::LaunchShape;
 
 /// Every kernel function, compiled and loaded.
 pub struct Kernels {
@@ -57,13 +61,6 @@ fn need<T>(buffer: &DeviceBuffer<T>, elements: usize, name: &str) -> Result<(), 
             buffer.len()
         )))
     }
-}
-
-/// A grid-stride launch over `n` elements (the kernels loop, so any grid covers n).
-fn over(n: usize) -> Result<(u64, LaunchConfig), GpuError> {
-    let elems = u32::try_from(n.max(1))
-        .map_err(|_| GpuError::Unsupported(format!("{n} elements is too many for one launch")))?;
-    Ok((n as u64, LaunchConfig::for_num_elems(elems)))
 }
 
 impl Kernels {
@@ -121,7 +118,7 @@ impl Kernels {
     ) -> Result<(), GpuError> {
         need(x, n, "x")?;
         need(y, n, "y")?;
-        let (n64, config) = over(n)?;
+        let (n64, config) = (n as u64, LaunchShape::Elementwise { n }.config()?);
         let mut launch = stream.raw().launch_builder(function);
         launch.arg(x).arg(y).arg(&n64);
         // SAFETY: `function` is one of relu_f32, f32_to_bf16 and round_bf16_f32, whose
@@ -142,11 +139,7 @@ impl Kernels {
         blocks: u32,
     ) -> Result<(), GpuError> {
         let n = out.len() as u64;
-        let config = LaunchConfig {
-            grid_dim: (blocks.max(1), 1, 1),
-            block_dim: (256, 1, 1),
-            shared_mem_bytes: 0,
-        };
+        let config = LaunchShape::Busy { blocks }.config()?;
         let mut launch = stream.raw().launch_builder(&self.busy);
         launch.arg(out).arg(&n).arg(&iterations);
         // SAFETY: the kernel writes out[0..n) with a grid-stride loop and n is out's length.
@@ -176,7 +169,7 @@ impl Kernels {
     ) -> Result<(), GpuError> {
         need(y, rows * cols, "y")?;
         need(bias, cols, "bias")?;
-        let (_, config) = over(rows * cols)?;
+        let config = LaunchShape::AddBias { rows, cols }.config()?;
         let (r, c) = (rows as u64, cols as u64);
         let mut launch = stream.raw().launch_builder(&self.add_bias);
         launch.arg(y).arg(bias).arg(&r).arg(&c);
@@ -197,7 +190,7 @@ impl Kernels {
         need(x, n, "x")?;
         need(grad_out, n, "grad_out")?;
         need(grad_in, n, "grad_in")?;
-        let (n64, config) = over(n)?;
+        let (n64, config) = (n as u64, LaunchShape::Elementwise { n }.config()?);
         let mut launch = stream.raw().launch_builder(&self.relu_backward);
         launch.arg(x).arg(grad_out).arg(grad_in).arg(&n64);
         // SAFETY: element i of each of the three buffers, i < n; all checked above.
@@ -249,7 +242,7 @@ impl Kernels {
         n: usize,
     ) -> Result<(), GpuError> {
         need(x, n, "x")?;
-        let (n64, config) = over(n)?;
+        let (n64, config) = (n as u64, LaunchShape::Elementwise { n }.config()?);
         let address = {
             let (address, _sync) = cudarc::driver::DevicePtrMut::device_ptr_mut(x, stream.raw());
             address
@@ -284,7 +277,7 @@ impl Kernels {
         need(labels, first_label + rows, "labels")?;
         need(loss, rows, "loss")?;
         need(grad, rows * classes, "grad")?;
-        let (_, config) = over(rows)?;
+        let config = LaunchShape::SoftmaxXent { rows, classes }.config()?;
         let (r, c) = (rows as u64, classes as u64);
         let labels = labels.slice(first_label..first_label + rows);
         let mut launch = stream.raw().launch_builder(&self.xent);
@@ -314,7 +307,7 @@ impl Kernels {
     ) -> Result<(), GpuError> {
         need(x, rows * cols, "x")?;
         need(out, cols, "out")?;
-        let (_, config) = over(cols)?;
+        let config = LaunchShape::ColumnSums { rows, cols }.config()?;
         let (r, c) = (rows as u64, cols as u64);
         let mut launch = stream.raw().launch_builder(&self.column_sums);
         launch.arg(x).arg(out).arg(&r).arg(&c);
@@ -337,11 +330,7 @@ impl Kernels {
         need(x, n, "x")?;
         need(out, 1, "out")?;
         let n64 = n as u64;
-        let config = LaunchConfig {
-            grid_dim: (1, 1, 1),
-            block_dim: (256, 1, 1),
-            shared_mem_bytes: 0,
-        };
+        let config = LaunchShape::ScaledSum { n }.config()?;
         let mut launch = stream.raw().launch_builder(&self.scaled_sum);
         launch.arg(x).arg(out).arg(&n64).arg(&scale);
         // SAFETY: launched as the one block of 256 threads its shared array is sized
@@ -360,7 +349,7 @@ impl Kernels {
     ) -> Result<(), GpuError> {
         let n = p.len();
         need(g, n, "g")?;
-        let (n64, config) = over(n)?;
+        let (n64, config) = (n as u64, LaunchShape::Elementwise { n }.config()?);
         let mut launch = stream.raw().launch_builder(&self.sgd);
         launch.arg(p).arg(g).arg(&lr).arg(&n64);
         // SAFETY: element i of p and g for i < n = p's length; g is checked above.
@@ -382,7 +371,7 @@ impl Kernels {
         need(g, n, "g")?;
         need(m, n, "m")?;
         need(v, n, "v")?;
-        let (n64, config) = over(n)?;
+        let (n64, config) = (n as u64, LaunchShape::Elementwise { n }.config()?);
         let AdamStep {
             lr,
             beta1,

@@ -15,9 +15,10 @@ use std::time::Instant;
 use half::bf16;
 
 use super::model::{CLASSES, DATASET, FEATURES, LOGGING_PROBE_STEPS, Mlp, Tickets, accuracy};
+use super::ops::adam_step;
 use super::{LossPoint, Optim, TrainParams, TrainPrecision, TrainResult};
 use crate::experiments::ExperimentError;
-use crate::gpu::{AdamStep, Blas, Compute, DeviceBuffer, Gpu, Kernels, Operand, Output, Stream};
+use crate::gpu::{Blas, Compute, DeviceBuffer, Gpu, Kernels, Operand, Output, Stream};
 use crate::measure::{Deadline, summarize};
 
 /// Everything one run keeps on the device.
@@ -212,15 +213,7 @@ impl DeviceRun {
     fn update(&mut self) -> Result<(), ExperimentError> {
         let (s, k) = (self.stream.clone(), Arc::clone(&self.k));
         self.t += 1;
-        let (beta1, beta2, eps) = (0.9f32, 0.999f32, 1e-8f32);
-        let step = AdamStep {
-            lr: self.lr,
-            beta1,
-            beta2,
-            eps,
-            c1: 1.0 - beta1.powi(self.t),
-            c2: 1.0 - beta2.powi(self.t),
-        };
+        let step = adam_step(self.lr, self.t);
         for ((param, grad), (m, v)) in self
             .params
             .iter_mut()

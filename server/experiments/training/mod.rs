@@ -5,11 +5,13 @@
 //! It reports the loss curve, step time, samples per second, and the measured cost of
 //! reading the loss every step against every `log_every` steps.
 //!
-//! [`model`] is the CPU implementation and the reference; [`gpu`] runs the same steps
-//! with cuBLAS and our kernels, and the selftest compares the two loss curves.
+//! [`model`] is the CPU implementation and the reference, built from [`ops`] (one
+//! function per kernel); [`gpu`] runs the same steps with cuBLAS and our kernels, and
+//! the selftest compares the two loss curves.
 
 pub mod gpu;
 pub mod model;
+pub mod ops;
 
 use std::fmt::Write as _;
 

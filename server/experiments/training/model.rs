@@ -5,8 +5,7 @@
 
 use std::time::Instant;
 
-use half::bf16;
-
+use super::ops::{self, round_bf16};
 use super::{LossPoint, Optim, TrainParams, TrainPrecision, TrainResult};
 use crate::cpu::{Mat, gemm};
 use crate::measure::{Deadline, summarize};
@@ -99,10 +98,6 @@ impl Mlp {
     }
 }
 
-fn round_bf16(v: &[f32]) -> Vec<f32> {
-    v.iter().map(|x| bf16::from_f32(*x).to_f32()).collect()
-}
-
 /// Loss and gradients (same order as [`Mlp::tensors_mut`]) for one batch.
 pub fn loss_and_grads(model: &Mlp, x: &[f32], y: &[usize], bf16_ops: bool) -> (f32, [Vec<f32>; 4]) {
     let (b, h) = (y.len(), model.hidden);
@@ -115,30 +110,12 @@ pub fn loss_and_grads(model: &Mlp, x: &[f32], y: &[usize], bf16_ops: bool) -> (f
         0.0,
         &mut z1,
     );
-    for row in z1.chunks_mut(h) {
-        row.iter_mut()
-            .zip(&model.b1)
-            .for_each(|(z, bias)| *z += bias);
-    }
-    let a1: Vec<f32> = cast(&z1.iter().map(|z| z.max(0.0)).collect::<Vec<_>>());
+    ops::add_bias(&mut z1, &model.b1);
+    let a1 = cast(&ops::relu(&z1));
     let mut z2 = vec![0.0; b * CLASSES];
     gemm(Mat::new(&a1, b, h), Mat::new(&w2, h, CLASSES), 0.0, &mut z2);
     // Softmax cross-entropy in FP32 (losses stay in FP32 under mixed precision).
-    let mut loss = 0.0f64;
-    let mut dz2 = vec![0.0f32; b * CLASSES];
-    for i in 0..b {
-        let logits: Vec<f32> = (0..CLASSES)
-            .map(|c| z2[i * CLASSES + c] + model.b2[c])
-            .collect();
-        let max = logits.iter().copied().fold(f32::NEG_INFINITY, f32::max);
-        let exps: Vec<f32> = logits.iter().map(|l| (l - max).exp()).collect();
-        let sum: f32 = exps.iter().sum();
-        loss += f64::from(sum.ln() + max - logits[y[i]]);
-        for c in 0..CLASSES {
-            let p = exps[c] / sum;
-            dz2[i * CLASSES + c] = (p - if c == y[i] { 1.0 } else { 0.0 }) / b as f32;
-        }
-    }
+    let (losses, dz2) = ops::softmax_xent(&z2, &model.b2, y);
     let mut dw2 = vec![0.0; h * CLASSES];
     gemm(
         Mat::new(&a1, b, h).t(),
@@ -146,9 +123,7 @@ pub fn loss_and_grads(model: &Mlp, x: &[f32], y: &[usize], bf16_ops: bool) -> (f
         0.0,
         &mut dw2,
     );
-    let db2: Vec<f32> = (0..CLASSES)
-        .map(|c| (0..b).map(|i| dz2[i * CLASSES + c]).sum())
-        .collect();
+    let db2 = ops::column_sums(&dz2, CLASSES);
     let mut da1 = vec![0.0; b * h];
     gemm(
         Mat::new(&dz2, b, CLASSES),
@@ -156,11 +131,7 @@ pub fn loss_and_grads(model: &Mlp, x: &[f32], y: &[usize], bf16_ops: bool) -> (f
         0.0,
         &mut da1,
     );
-    let dz1: Vec<f32> = da1
-        .iter()
-        .zip(&z1)
-        .map(|(g, z)| if *z > 0.0 { *g } else { 0.0 })
-        .collect();
+    let dz1 = ops::relu_backward(&z1, &da1);
     let mut dw1 = vec![0.0; FEATURES * h];
     gemm(
         Mat::new(&x, b, FEATURES).t(),
@@ -168,10 +139,8 @@ pub fn loss_and_grads(model: &Mlp, x: &[f32], y: &[usize], bf16_ops: bool) -> (f
         0.0,
         &mut dw1,
     );
-    let db1: Vec<f32> = (0..h)
-        .map(|j| (0..b).map(|i| dz1[i * h + j]).sum())
-        .collect();
-    ((loss / b as f64) as f32, [dw1, db1, dw2, db2])
+    let db1 = ops::column_sums(&dz1, h);
+    (ops::mean_loss(&losses), [dw1, db1, dw2, db2])
 }
 
 /// SGD or Adam state.
@@ -206,18 +175,12 @@ impl Optimizer {
     /// One update of `model` with `grads`.
     pub fn step(&mut self, model: &mut Mlp, grads: &[Vec<f32>; 4]) {
         self.t += 1;
-        let (b1, b2, eps) = (0.9f32, 0.999f32, 1e-8f32);
-        let (c1, c2) = (1.0 - b1.powi(self.t), 1.0 - b2.powi(self.t));
+        let step = ops::adam_step(self.lr, self.t);
         for (k, param) in model.tensors_mut().into_iter().enumerate() {
-            for (i, p) in param.iter_mut().enumerate() {
-                let g = grads[k][i];
-                if self.adam {
-                    self.m[k][i] = b1 * self.m[k][i] + (1.0 - b1) * g;
-                    self.v[k][i] = b2 * self.v[k][i] + (1.0 - b2) * g * g;
-                    *p -= self.lr * (self.m[k][i] / c1) / ((self.v[k][i] / c2).sqrt() + eps);
-                } else {
-                    *p -= self.lr * g;
-                }
+            if self.adam {
+                ops::adam_update(param, &grads[k], &mut self.m[k], &mut self.v[k], step);
+            } else {
+                ops::sgd_update(param, &grads[k], self.lr);
             }
         }
     }
