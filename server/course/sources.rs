@@ -23,7 +23,9 @@ const UNITS: &[&str] = &[
 const ATTACHED: &[&str] = &["%", "×"];
 
 /// The marker that exempts a paragraph whose numbers are made up for a worked example
-/// ("say the CPU needs 10 ms per step"): it must open the paragraph.
+/// ("say the CPU needs 10 ms per step"). It goes inside the paragraph, best at its end:
+/// at the start of a line Markdown reads it as an HTML block, which lessons refuse.
+/// The renderer drops it from the page.
 pub const ILLUSTRATIVE: &str = "<!-- illustrative -->";
 
 /// The first figure in `text`, if any: digits (with `,` and `.`), then one of
@@ -185,11 +187,16 @@ pub fn check(file: &str, body: &str, first_line: usize, problems: &mut Vec<Probl
                 }
             }
             Event::InlineHtml(html) if html.trim() == ILLUSTRATIVE => {
-                if let Some(block) = stack.last_mut()
-                    && block.text.trim().is_empty()
-                {
+                if let Some(block) = stack.last_mut() {
                     block.illustrative = true;
                 }
+            }
+            Event::Html(html) if html.trim_start().starts_with(ILLUSTRATIVE) => {
+                problems.push(Problem::new(
+                    file,
+                    line,
+                    format!("{ILLUSTRATIVE} at the start of a line makes the whole line an HTML block: put it at the end of the paragraph"),
+                ));
             }
             _ => {}
         }
@@ -281,11 +288,12 @@ mod tests {
 
     #[test]
     fn an_illustrative_paragraph_may_make_up_its_numbers() {
-        assert!(problems("<!-- illustrative --> Say a step takes 10 ms.\n").is_empty());
-        assert_eq!(
-            problems("Say a step takes 10 ms. <!-- illustrative -->\n").len(),
-            1
-        );
+        assert!(problems("Say a step takes 10 ms. <!-- illustrative -->\n").is_empty());
+        assert!(problems("Say a step\ntakes <!-- illustrative --> 10 ms.\n").is_empty());
+        let leading = problems("<!-- illustrative --> Say a step takes 10 ms.\n");
+        assert_eq!(leading.len(), 1, "{leading:?}");
+        assert!(leading[0].contains("end of the paragraph"), "{leading:?}");
+        assert_eq!(problems("Say a step takes 10 ms.\n").len(), 1);
     }
 
     #[test]
