@@ -271,6 +271,10 @@ impl Pass<'_> {
                     id,
                 })
             }
+            // Marks a paragraph's numbers as made up (course::sources); not shown.
+            Event::InlineHtml(raw) if raw.trim() == super::sources::ILLUSTRATIVE => {
+                Event::Text("".into())
+            }
             Event::Html(raw) | Event::InlineHtml(raw) => {
                 self.problem(
                     &range,
@@ -358,6 +362,16 @@ mod tests {
         assert_eq!(problems.len(), 1);
         assert!(problems[0].message.contains("raw HTML"));
         assert_eq!(problems[0].line, 14);
+    }
+
+    #[test]
+    fn the_illustrative_marker_is_allowed_and_not_shown() {
+        let (out, problems) = render("Say a step takes 10 ms. <!-- illustrative -->\n");
+        assert!(problems.is_empty(), "{problems:?}");
+        assert!(out.html.contains("takes 10 ms."), "{}", out.html);
+        assert!(!out.html.contains("illustrative"), "{}", out.html);
+        let (_, problems) = render("Say <!-- other --> 10 ms.\n");
+        assert_eq!(problems.len(), 1, "{problems:?}");
     }
 
     #[test]

@@ -12,6 +12,7 @@ pub mod math;
 pub mod problem;
 pub mod quiz;
 pub mod source;
+pub mod sources;
 pub mod submission;
 
 use serde::Deserialize;
@@ -161,6 +162,7 @@ impl Course {
                 }
             };
             let rendered = renderer.render(&file, split.body, split.body_first_line, &mut problems);
+            sources::check(&file, split.body, split.body_first_line, &mut problems);
             anchors.push((slug.clone(), rendered.anchors));
             links.push((file, rendered.links));
             let quiz_line = index_lines.line(entry.dir.span().start);
