@@ -1,7 +1,12 @@
 // e2e check of the memory budget calculator (lessons 7 and 8): the starting values follow
 // the directive's params; 1e9 parameters with FP32 Adam show 14.90 GiB before activations;
-// SGD removes the optimizer term; a large batch crosses the OOM line.
+// SGD removes the optimizer term; the OOM line is the usable memory (the total reported to
+// PyTorch minus the CUDA context), so the 14.90 GiB floor alone does not fit a "16 GB" T4;
+// a large batch crosses the OOM line of an A100.
 const GIB = 2 ** 30;
+
+// An independent re-statement of the usable memory: reported total minus 0.5 GiB of context.
+const USABLE_GIB = { 't4-16gb': 14.56 - 0.5, 'a100-80gb': 79.25 - 0.5, 'h100-80gb': 79.11 - 0.5 };
 
 // An independent re-statement of the calculator's arithmetic, for the starting state.
 function expectedTotal(p) {
@@ -18,7 +23,7 @@ function expectedTotal(p) {
 
 export default async function check({ figure, params, assert }) {
   const p = {
-    params: 1e9, precision: 'fp32', optimizer: 'adam', batch: 32, seq: 128, hidden: 768, layers: 12, gpu: 'a100-80gb',
+    params: 1e9, precision: 'fp32', optimizer: 'adam', batch: 32, seq: 128, hidden: 2048, layers: 20, gpu: 'a100-80gb',
     ...params,
   };
   const cell = (term, column = 2) => figure.locator(`tr[data-term="${term}"] td`).nth(column - 1).textContent();
@@ -28,6 +33,9 @@ export default async function check({ figure, params, assert }) {
   assert.equal(await figure.getByLabel('Precision', { exact: true }).inputValue(), p.precision);
   assert.equal(await figure.getByLabel('Optimizer', { exact: true }).inputValue(), p.optimizer);
   assert.equal(await cell('total'), `${(expectedTotal(p) / GIB).toFixed(2)} GiB`, 'starting total');
+  if (USABLE_GIB[p.gpu] !== undefined) {
+    assert.equal(await cell('gpu'), `${USABLE_GIB[p.gpu].toFixed(2)} GiB`, 'usable memory, not the size on the box');
+  }
   assert.equal(
     await figure.locator('tr[data-term="copies"]').count(),
     p.precision.endsWith('-mixed') ? 1 : 0,
@@ -57,7 +65,14 @@ export default async function check({ figure, params, assert }) {
   assert.equal(await cell('optimizer'), '0.00 GiB');
   assert.equal(await cell('weights'), '3.73 GiB');
 
-  // A big batch: activations cross the OOM line of an 80 GiB card.
+  // A "16 GB" T4 leaves 14.06 GiB usable: the 14.90 GiB floor alone is already out of memory.
+  await figure.getByLabel('Optimizer', { exact: true }).selectOption('adam');
+  await figure.getByLabel('GPU', { exact: true }).selectOption('t4-16gb');
+  await waitCell('gpu', `${USABLE_GIB['t4-16gb'].toFixed(2)} GiB`);
+  await waitCell('gpu-reported', '14.56 GiB');
+  await figure.locator('.tw-verdict-bad').waitFor({ timeout: 3000 });
+
+  // A big batch: activations cross the OOM line of an A100 80 GB.
   await figure.getByLabel('Optimizer', { exact: true }).selectOption('adam');
   await figure.getByLabel('GPU', { exact: true }).selectOption('a100-80gb');
   await figure.getByLabel('Batch size', { exact: true }).fill('1024');

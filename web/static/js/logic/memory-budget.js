@@ -13,6 +13,13 @@
 // dropout masks): per layer, 16 hidden-sized values per token position (attention inputs,
 // Q, K, V, outputs, two layer norms, the 4× wide feed-forward block) plus the attention
 // scores and their softmax, 2 × heads × seq² values per sequence, with 64-wide heads.
+//
+// The OOM line is the memory a process can actually use, not the size on the box: the total
+// the driver reports to PyTorch (torch.cuda.mem_get_info, the "total capacity" in PyTorch's
+// out-of-memory message), minus about 0.5 GiB for the CUDA context that the first CUDA call
+// creates. A "16 GB" T4 reports about 14.56 GiB; an "80 GB" A100 about 79.25 GiB. The
+// reported totals below are taken from real PyTorch out-of-memory messages on each card
+// (lesson 7 cites them); they move by a few hundred MiB with the driver and ECC setting.
 
 export const GIB = 2 ** 30;
 
@@ -36,24 +43,52 @@ export const OPTIMIZERS = {
   sgd: { label: 'SGD (plain)', moments: 0 },
 };
 
-/** Cards to budget against; memory is the nominal size in GiB (a "16 GB" card has 16 GiB). */
+/**
+ * About how much device memory the CUDA context takes before the first tensor: PyTorch's
+ * maintainers measure roughly 0.3–0.4 GiB with lazy module loading (CUDA 11.7 and later);
+ * 0.5 GiB is the cautious end of that range.
+ */
+export const CUDA_CONTEXT_GIB = 0.5;
+
+/**
+ * Cards to budget against. `gb` is the size on the box (decimal gigabytes); `reportedGiB` is
+ * the total the driver reports to PyTorch on that card; `usableGiB` subtracts the context.
+ */
 export const GPUS = {
-  't4-16gb': { label: 'NVIDIA T4 (16 GB)', gib: 16 },
-  'rtx4090-24gb': { label: 'GeForce RTX 4090 (24 GB)', gib: 24 },
-  'a100-40gb': { label: 'A100 40 GB', gib: 40 },
-  'a100-80gb': { label: 'A100 80 GB', gib: 80 },
-  'h100-80gb': { label: 'H100 80 GB', gib: 80 },
+  't4-16gb': { label: 'NVIDIA T4 (16 GB)', gb: 16, reportedGiB: 14.56 },
+  'rtx4090-24gb': { label: 'GeForce RTX 4090 (24 GB)', gb: 24, reportedGiB: 23.64 },
+  'a100-40gb': { label: 'A100 40 GB (SXM4)', gb: 40, reportedGiB: 39.56 },
+  'a100-80gb': { label: 'A100 80 GB', gb: 80, reportedGiB: 79.25 },
+  'h100-80gb': { label: 'H100 80 GB (HBM3)', gb: 80, reportedGiB: 79.11 },
 };
+for (const gpu of Object.values(GPUS)) gpu.usableGiB = round2(gpu.reportedGiB - CUDA_CONTEXT_GIB);
+
+function round2(x) {
+  return Math.round(x * 100) / 100;
+}
 
 /** Width of one attention head; 768 hidden → 12 heads, as in the lesson. */
 export const HEAD_DIM = 64;
 
-/** A GPU entry for `id`, inventing one from a "...-NNgb" suffix for unknown ids. */
+/**
+ * A GPU entry for `id`, inventing one from a "...-NNgb" suffix for unknown ids. An unknown
+ * card is assumed to report its decimal gigabytes converted to GiB (NN × 10⁹ / 2³⁰), which
+ * is cautious: HBM cards sold as "80 GB" report more than that.
+ */
 export function gpuFor(id) {
   if (GPUS[id]) return GPUS[id];
   const match = /(\d+)gb$/i.exec(id ?? '');
-  if (match) return { label: `${id} (${match[1]} GB)`, gib: Number(match[1]) };
+  if (match) {
+    const gb = Number(match[1]);
+    const reportedGiB = round2((gb * 1e9) / GIB);
+    return { label: `${id} (${gb} GB)`, gb, reportedGiB, usableGiB: round2(reportedGiB - CUDA_CONTEXT_GIB) };
+  }
   return GPUS['a100-80gb'];
+}
+
+/** Parameters in `layers` transformer layers of width `hidden`: 12 × layers × hidden² (Kaplan et al., 2020). */
+export function layerParams(hidden, layers) {
+  return 12 * layers * hidden * hidden;
 }
 
 /** Bytes per parameter for weights, gradients and optimizer state (as the fallback). */
@@ -105,13 +140,15 @@ export function budget(config) {
   const floorBytes = params * (perParam.weights + perParam.gradients + perParam.optimizer);
   const totalBytes = terms.reduce((sum, t) => sum + t.bytes, 0);
   const gpu = gpuFor(config.gpu);
-  const capacityBytes = gpu.gib * GIB;
+  const capacityBytes = gpu.usableGiB * GIB;
   return {
     terms,
     floorBytes,
     floorPerParam: perParam.weights + perParam.gradients + perParam.optimizer,
     totalBytes,
     gpu,
+    reportedBytes: gpu.reportedGiB * GIB,
+    contextBytes: CUDA_CONTEXT_GIB * GIB,
     capacityBytes,
     fits: totalBytes <= capacityBytes,
     spareBytes: capacityBytes - totalBytes,
@@ -150,8 +187,8 @@ export function configFromParams(params = {}) {
     optimizer: text('optimizer', 'adam'),
     batch: number('batch', 32),
     seq: number('seq', 128),
-    hidden: number('hidden', 768),
-    layers: number('layers', 12),
+    hidden: number('hidden', 2048),
+    layers: number('layers', 20),
     gpu: text('gpu', 'a100-80gb'),
   };
 }

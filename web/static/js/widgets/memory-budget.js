@@ -1,11 +1,13 @@
 // Memory budget calculator (lessons 7 and 8): parameters, precision, optimizer, batch,
 // sequence length, hidden size and layers become a stacked bar of weights, gradients,
 // optimizer state (and, under autocast, the 16-bit weight copies) and activations,
-// drawn against the chosen GPU's memory with its out-of-memory line. Each lesson's
+// drawn against the memory the chosen GPU really leaves a process (the total the driver
+// reports to PyTorch minus the CUDA context) with its out-of-memory line. Each lesson's
 // directive sets its own starting values. The arithmetic is ../logic/memory-budget.js.
 
 import { el } from '../dom.js';
 import {
+  CUDA_CONTEXT_GIB,
   GIB,
   GPUS,
   OFFERED_PRECISIONS,
@@ -17,6 +19,7 @@ import {
   formatGiB,
   gpuFor,
   headsFor,
+  layerParams,
   scaleTicks,
 } from '../logic/memory-budget.js';
 
@@ -56,8 +59,9 @@ export function mount(figure, params) {
     : [...OFFERED_PRECISIONS, config.precision];
   if (!PRECISIONS[config.precision]) config.precision = 'fp32';
   if (!OPTIMIZERS[config.optimizer]) config.optimizer = 'sgd';
-  const gpus = Object.entries(GPUS).map(([id, gpu]) => [id, `${gpu.label}: ${gpu.gib} GiB`]);
-  if (!GPUS[config.gpu]) gpus.push([config.gpu, `${gpuFor(config.gpu).label}: ${gpuFor(config.gpu).gib} GiB`]);
+  const usable = (gpu) => `${gpu.usableGiB.toFixed(2)} GiB`;
+  const gpus = Object.entries(GPUS).map(([id, gpu]) => [id, `${gpu.label}: ${usable(gpu)} usable`]);
+  if (!GPUS[config.gpu]) gpus.push([config.gpu, `${gpuFor(config.gpu).label}: ${usable(gpuFor(config.gpu))} usable`]);
 
   const root = el('div', 'tw tw-budget');
   const controls = el('div', 'tw-controls tw-budget-controls');
@@ -145,9 +149,10 @@ export function mount(figure, params) {
   table.append(head, tbody);
   tableWrap.append(table);
 
+  const modelHint = el('p', 'tw-hint tw-budget-model');
   const formula = el('p', 'tw-hint');
 
-  root.append(controls, chart, scale, verdict, tableWrap, formula);
+  root.append(controls, chart, scale, verdict, tableWrap, modelHint, formula);
 
   function row(key, label, perParam, bytes, swatchKey) {
     const tr = el('tr');
@@ -178,7 +183,7 @@ export function mount(figure, params) {
       }),
     );
     oomLine.style.left = pct(result.capacityBytes);
-    oomLabel.textContent = `OOM line: ${result.gpu.gib} GiB`;
+    oomLabel.textContent = `OOM line: ${usable(result.gpu)} usable`;
     oomLine.classList.toggle('tw-budget-oom-left', result.capacityBytes / top > 0.6);
     const ticks = scaleTicks(top / GIB).map((gib) => {
       const tick = el('span', 'tw-budget-tick', `${gib} GiB`);
@@ -200,23 +205,36 @@ export function mount(figure, params) {
     );
     const totalRow = row('total', 'Total', '—', formatGiB(result.totalBytes));
     totalRow.classList.add('tw-table-sum');
-    rows.push(totalRow, row('gpu', `GPU memory (${result.gpu.label})`, '—', `${result.gpu.gib.toFixed(2)} GiB`));
+    rows.push(
+      totalRow,
+      row('gpu-reported', `Reported to PyTorch (${result.gpu.label})`, '—', formatGiB(result.reportedBytes)),
+      row('gpu-context', 'CUDA context (about)', '—', `−${formatGiB(result.contextBytes)}`),
+    );
+    const gpuRow = row('gpu', 'Usable for tensors', '—', formatGiB(result.capacityBytes));
+    gpuRow.classList.add('tw-table-sum');
+    rows.push(gpuRow);
     tbody.replaceChildren(...rows);
 
     verdict.classList.toggle('tw-verdict-bad', !result.fits);
     verdict.textContent = result.fits
-      ? `Fits: ${formatGiB(result.totalBytes)} of ${result.gpu.gib} GiB, ${formatGiB(result.spareBytes)} to spare.`
-      : `Out of memory: ${formatGiB(result.totalBytes)} needed, ${formatGiB(-result.spareBytes)} more than ${result.gpu.gib} GiB.`;
+      ? `Fits: ${formatGiB(result.totalBytes)} of ${usable(result.gpu)} usable, ${formatGiB(result.spareBytes)} to spare.`
+      : `Out of memory: ${formatGiB(result.totalBytes)} needed, ${formatGiB(-result.spareBytes)} more than the ${usable(result.gpu)} usable.`;
     chart.setAttribute(
       'aria-label',
       `Stacked bar: ${result.terms.map((t) => `${t.label} ${formatGiB(t.bytes)}`).join(', ')}; ` +
-        `total ${formatGiB(result.totalBytes)} against the ${result.gpu.gib} GiB OOM line.`,
+        `total ${formatGiB(result.totalBytes)} against the OOM line at ${usable(result.gpu)} usable.`,
     );
+    modelHint.textContent =
+      `${config.layers} layers of width ${config.hidden} hold about ${describeCount(layerParams(config.hidden, config.layers))} parameters ` +
+      '(12 × layers × hidden², embeddings not counted). Keep the parameter count and the shape in step: ' +
+      'the activations are estimated from the shape, the floor from the parameter count.';
     const bytesPerValue = PRECISIONS[config.precision].activation;
     formula.textContent =
       `Activations ≈ layers × (16 × batch × seq × hidden + 2 × heads × batch × seq²) × ${bytesPerValue} bytes, ` +
       `with heads = hidden ÷ 64 = ${headsFor(config.hidden)}: the tensors a transformer layer keeps for backward. ` +
-      'GiB = 2³⁰ bytes. The total is a floor, not a promise: temporary buffers, the CUDA context and the allocator’s slack come on top.';
+      'GiB = 2³⁰ bytes. The OOM line is the total the driver reports to PyTorch on that card (torch.cuda.mem_get_info) ' +
+      `minus about ${CUDA_CONTEXT_GIB.toFixed(1)} GiB for the CUDA context, not the size on the box. ` +
+      'The total is a floor, not a promise: temporary buffers, library workspaces and the allocator’s slack come on top.';
   }
 
   const fallback = figure.querySelector('.fallback');
