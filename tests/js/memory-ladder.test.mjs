@@ -16,7 +16,7 @@ import {
 
 test('the rungs, fastest first, with the lesson figures', () => {
   assert.deepEqual(RUNGS.map((r) => r.id), ['registers', 'shared', 'l2', 'hbm', 'host']);
-  assert.deepEqual(RUNGS.map((r) => r.latencyCycles), [1, 5, 50, 500, 1410]);
+  assert.deepEqual(RUNGS.map((r) => r.latencyCycles), [4, 23, 200, 290, 1410]);
   assert.equal(RUNGS[0].sizeBytes, 65536 * 4);
   assert.equal(RUNGS[1].sizeBytes, 192 * 1024);
   assert.equal(RUNGS[2].sizeBytes, 40 * 1024 * 1024);
@@ -34,17 +34,18 @@ test('latency grows down the ladder; so does size from L1 on', () => {
   assert.ok(RUNGS[0].sizeBytes > RUNGS[1].sizeBytes);
 });
 
-test('HBM is 500× a register and PCIe about 64× slower than HBM', () => {
-  assert.equal(timesRegisterLatency(RUNGS[3]), 500);
+test('HBM is 72.5× a dependent register operation and PCIe about 64× slower than HBM', () => {
+  assert.equal(timesRegisterLatency(RUNGS[3]), 72.5);
+  assert.equal(timesRegisterLatency(RUNGS[1]), 5.8);
   assert.equal(Math.round(2039 / 32), 64);
   assert.match(RUNGS[4].detail, /64 times slower/);
 });
 
 test('cycles to nanoseconds at the A100 boost clock of 1.41 GHz', () => {
-  assert.equal(formatNanoseconds(cyclesToNanoseconds(1)), '0.7 ns');
-  assert.equal(formatNanoseconds(cyclesToNanoseconds(5)), '3.5 ns');
-  assert.equal(formatNanoseconds(cyclesToNanoseconds(50)), '35 ns');
-  assert.equal(formatNanoseconds(cyclesToNanoseconds(500)), '355 ns');
+  assert.equal(formatNanoseconds(cyclesToNanoseconds(4)), '2.8 ns');
+  assert.equal(formatNanoseconds(cyclesToNanoseconds(23)), '16 ns');
+  assert.equal(formatNanoseconds(cyclesToNanoseconds(200)), '142 ns');
+  assert.equal(formatNanoseconds(cyclesToNanoseconds(290)), '206 ns');
   assert.equal(formatNanoseconds(cyclesToNanoseconds(1410)), '1,000 ns');
 });
 

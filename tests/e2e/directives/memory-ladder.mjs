@@ -1,5 +1,5 @@
-// e2e spec for the memory ladder (lesson 2): registers are picked first (~1 cycle); the
-// arrow keys walk down the rungs (native radios) to HBM (~500 cycles ≈ 355 ns, 80 GB at
+// e2e spec for the memory ladder (lesson 2): registers are picked first (a dependent FMA
+// ~4 cycles); the arrow keys walk down the rungs (native radios) to HBM (~290 cycles ≈ 206 ns, 80 GB at
 // 2,039 GB/s) and host memory over PCIe; a click picks L2 (40 MiB); and both bars grow
 // down the ladder on their log scales.
 
@@ -12,19 +12,19 @@ export default async function check({ page, figure, assert }) {
   assert.equal(await details.getAttribute('aria-live'), 'polite');
   assert.equal(await radios.count(), 5);
   assert.equal(await root.getAttribute('data-rung'), 'registers');
-  assert.match(await details.textContent(), /Latency~1 cycle ≈ 0\.7 ns at 1\.41 GHz/);
+  assert.match(await details.textContent(), /Latencypart of the instruction; a dependent FMA ~4 cycles ≈ 2\.8 ns at 1\.41 GHz/);
   assert.match(await details.textContent(), /256 KiB per SM \(65,536 registers of 32 bits\)/);
 
   // Keyboard: arrows move down the ladder.
   await radios.first().focus();
   await page.keyboard.press('ArrowDown');
   assert.equal(await root.getAttribute('data-rung'), 'shared');
-  assert.match(await details.textContent(), /~5 cycles ≈ 3\.5 ns at 1\.41 GHz, 5× a register/);
+  assert.match(await details.textContent(), /~23 cycles \(an L1 hit ~33\) ≈ 16 ns at 1\.41 GHz, 5\.8× a register/);
   assert.match(await details.textContent(), /192 KiB per SM, up to 164 KiB of it as shared memory/);
   await page.keyboard.press('ArrowDown');
   await page.keyboard.press('ArrowDown');
   assert.equal(await root.getAttribute('data-rung'), 'hbm');
-  assert.match(await details.textContent(), /~500 cycles ≈ 355 ns at 1\.41 GHz, 500× a register/);
+  assert.match(await details.textContent(), /~290 cycles ≈ 206 ns at 1\.41 GHz, 72\.5× a register/);
   assert.match(await details.textContent(), /80 GB at about 2 TB\/s \(2,039 GB\/s\)/);
   await page.keyboard.press('ArrowDown');
   assert.equal(await root.getAttribute('data-rung'), 'host');
@@ -34,7 +34,7 @@ export default async function check({ page, figure, assert }) {
   await root.getByText('L2 cache', { exact: true }).click();
   assert.equal(await root.getAttribute('data-rung'), 'l2');
   assert.equal(await radios.nth(2).isChecked(), true);
-  assert.match(await details.textContent(), /~50 cycles ≈ 35 ns.*40 MiB for the whole chip/);
+  assert.match(await details.textContent(), /~200 cycles ≈ 142 ns.*40 MiB for the whole chip/);
 
   // The latency bars grow down the ladder (log scale), as do sizes from L1 on.
   const widths = async (kind) =>
@@ -43,6 +43,6 @@ export default async function check({ page, figure, assert }) {
   for (let i = 1; i < latency.length; i += 1) assert.ok(latency[i] > latency[i - 1], `latency bar ${i} longer`);
   const size = await widths('size');
   for (let i = 2; i < size.length; i += 1) assert.ok(size[i] > size[i - 1], `size bar ${i} longer`);
-  // 50 cycles sits at log(100)/log(20000) ≈ 46.5% of the axis from 0.5 to 10,000 cycles.
-  assert.equal(latency[2], 46.5);
+  // 200 cycles sits at log(400)/log(20000) ≈ 60.5% of the axis from 0.5 to 10,000 cycles.
+  assert.equal(latency[2], 60.5);
 }

@@ -3,11 +3,12 @@
 // No DOM here, so node's test runner checks the figures the widget
 // (widgets/memory-ladder.js) draws.
 //
-// Figures follow the lesson and the server's fallback table: registers ~1 cycle, shared
-// memory / L1 ~5 cycles (192 KiB per SM, up to 164 KiB shared), L2 ~50 cycles (40 MiB),
-// HBM ~500 cycles (80 GB at 2,039 GB/s). They are round teaching figures; microbenchmarks
-// measure the middle rungs slower on recent chips. The host rung is an order of
-// magnitude: a trip across PCIe takes around a microsecond, over a thousand GPU cycles.
+// Figures follow lesson 2's table and the server's fallback table: latencies measured on
+// an A100 with dependent-load chains (Abdelkhalik et al., arXiv:2208.11174, 2022) —
+// a dependent FP32 multiply-add ~4 cycles, shared memory ~23 (L1 hit ~33), L2 ~200, HBM
+// ~290 — and NVIDIA's sizes (192 KiB per SM, up to 164 KiB shared; 40 MiB L2; 80 GB at
+// 2,039 GB/s). The host rung is an order of magnitude: a trip across PCIe takes around a
+// microsecond, over a thousand GPU cycles.
 
 /** The A100's boost clock, for turning cycles into nanoseconds. */
 export const CLOCK_GHZ = 1.41;
@@ -23,8 +24,8 @@ export const RUNGS = [
   {
     id: 'registers',
     name: 'Registers',
-    latencyCycles: 1,
-    latencyText: '~1 cycle',
+    latencyCycles: 4,
+    latencyText: 'part of the instruction; a dependent FMA ~4 cycles',
     sizeBytes: 256 * KIB,
     sizeShort: '256 KiB per SM',
     sizeText: '256 KiB per SM (65,536 registers of 32 bits)',
@@ -36,8 +37,8 @@ export const RUNGS = [
   {
     id: 'shared',
     name: 'Shared memory / L1',
-    latencyCycles: 5,
-    latencyText: '~5 cycles',
+    latencyCycles: 23,
+    latencyText: '~23 cycles (an L1 hit ~33)',
     sizeBytes: 192 * KIB,
     sizeShort: '192 KiB per SM',
     sizeText: '192 KiB per SM, up to 164 KiB of it as shared memory',
@@ -49,8 +50,8 @@ export const RUNGS = [
   {
     id: 'l2',
     name: 'L2 cache',
-    latencyCycles: 50,
-    latencyText: '~50 cycles',
+    latencyCycles: 200,
+    latencyText: '~200 cycles',
     sizeBytes: 40 * MIB,
     sizeShort: '40 MiB',
     sizeText: '40 MiB for the whole chip (the data sheet’s “40 MB”)',
@@ -61,15 +62,15 @@ export const RUNGS = [
   {
     id: 'hbm',
     name: 'HBM (global memory)',
-    latencyCycles: 500,
-    latencyText: '~500 cycles',
+    latencyCycles: 290,
+    latencyText: '~290 cycles',
     sizeBytes: 80e9,
     sizeShort: '80 GB',
     sizeText: '80 GB at about 2 TB/s (2,039 GB/s)',
     scope: 'all SMs; the host only by copying',
     detail:
       'Where your tensors live: weights, activations, gradients and optimizer state. Big, but hundreds of cycles away; ' +
-      'the GPU hides the wait by switching to other warps, and most training steps are limited by this bandwidth.',
+      'the GPU hides the wait by switching to other warps. Element-wise and normalisation operations are limited by this bandwidth.',
   },
   {
     id: 'host',
@@ -103,9 +104,9 @@ export function cyclesToNanoseconds(cycles, ghz = CLOCK_GHZ) {
   return cycles / ghz;
 }
 
-/** How many times a register's latency this rung's is. */
+/** How many times a register operation's latency this rung's is, to one decimal. */
 export function timesRegisterLatency(rung) {
-  return rung.latencyCycles / RUNGS[0].latencyCycles;
+  return Math.round((rung.latencyCycles / RUNGS[0].latencyCycles) * 10) / 10;
 }
 
 /** Nanoseconds as the page prints them: one decimal below 10 ns, else whole. */
