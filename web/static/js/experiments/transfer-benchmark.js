@@ -10,37 +10,13 @@ import {
 } from './panel.js';
 import { mountChart, axis, xAxis, lineSeries, referenceSeries, log2Values } from './panel-chart.js';
 import { transferSeries, bestTransfer } from '../logic/panel-series.js';
-import { formatBytes, formatGbps, formatPercent, formatSig, formatSpread, formatTimes, powerOfTwoSteps, largestStepAtMost } from '../logic/panel-format.js';
+import { formatBytes, formatGbps, formatSig, formatSpread, powerOfTwoSteps, largestStepAtMost } from '../logic/panel-format.js';
+import { transferFindings } from '../logic/transfer-findings.js';
 
 const CPU_DEFAULT_BYTES = 64 * 1024 * 1024;
 
-function at(series, key, index) {
-  const s = series.find((x) => x.key === key);
-  return s ? s.median[index] : null;
-}
-
 function findings(data, peak, device) {
-  const { sizes, series } = data;
-  const last = sizes.length - 1;
-  const best = bestTransfer(data);
-  const out = [];
-  const hostOnly = series.length === 1 && series[0].direction === 'h2h';
-  if (hostOnly) {
-    out.push(finding(`No GPU, so there is no PCIe bus to measure: this is memcpy between two buffers in host memory on ${device ? device.name : 'the server'}. It shows the shape of the curve (small copies are dominated by fixed overhead) but not a GPU link's speed.`, 'warn'));
-  }
-  if (best && peak) {
-    out.push(finding(`Fastest: ${best.label} at ${formatBytes(best.bytes)}, ${formatGbps(best.gbps)}, ${formatPercent(best.gbps / peak)} of the link's theoretical ${formatGbps(peak)}.`));
-  }
-  const pinned = at(series, 'h2d-pinned', last);
-  const pageable = at(series, 'h2d-pageable', last);
-  if (pinned && pageable) {
-    out.push(finding(`At ${formatBytes(sizes[last])}, host→device from pinned memory ran at ${formatGbps(pinned)} and from pageable memory at ${formatGbps(pageable)}: pinned is ${formatTimes(pinned / pageable)} as fast.`));
-  }
-  if (best && sizes.length > 1 && !hostOnly) {
-    const small = series.find((s) => s.label === best.label).median[0];
-    out.push(finding(`The smallest copy (${formatBytes(sizes[0])}) reached only ${formatGbps(small)}: at that size the fixed cost of starting a copy outweighs moving the bytes.`));
-  }
-  return out;
+  return transferFindings(data, peak, device ? device.name : null).map((f) => finding(f.text, f.tone));
 }
 
 function render(results, result, device, state) {
