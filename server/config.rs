@@ -110,6 +110,35 @@ pub struct Limits {
     /// Memory (MiB) all students' playgrounds together may reserve.
     #[arg(long, env = "GPULAB_PLAYGROUND_MIB_TOTAL", default_value_t = Limits::DEFAULT.playground_mib_total)]
     pub playground_mib_total: u64,
+    /// Memory (MiB) the playgrounds of all students at one network address may reserve
+    /// together, so one machine cannot take the whole total. Raise it to the total when
+    /// the whole class reaches the server through one NAT address.
+    #[arg(long, env = "GPULAB_PLAYGROUND_MIB_PER_ADDRESS", default_value_t = Limits::DEFAULT.playground_mib_per_address)]
+    pub playground_mib_per_address: u64,
+    /// Experiments one student may have waiting at once; more get 429 until one starts.
+    #[arg(long, env = "GPULAB_PENDING_PER_STUDENT", default_value_t = Limits::DEFAULT.pending_per_student, value_parser = clap::value_parser!(u64).range(1..))]
+    pub pending_per_student: u64,
+    /// Experiments the students at one network address may have waiting at once, all
+    /// together, so one machine cannot fill the queue. Raise it to the queue length when
+    /// the whole class reaches the server through one NAT address.
+    #[arg(long, env = "GPULAB_PENDING_PER_ADDRESS", default_value_t = Limits::DEFAULT.pending_per_address, value_parser = clap::value_parser!(u64).range(1..))]
+    pub pending_per_address: u64,
+    /// Quiz and exam attempts one student may submit per minute; more get 429.
+    #[arg(long, env = "GPULAB_ATTEMPTS_PER_MINUTE", default_value_t = Limits::DEFAULT.attempts_per_minute, value_parser = clap::value_parser!(u32).range(1..))]
+    pub attempts_per_minute: u32,
+    /// Writes (experiments, playground changes, quiz attempts) one network address may
+    /// make per minute, all its students together. A whole class behind one NAT address
+    /// shares it: raise it for such a class (about 30 per student).
+    #[arg(long, env = "GPULAB_WRITES_PER_MINUTE_PER_ADDRESS", default_value_t = Limits::DEFAULT.writes_per_minute_per_address, value_parser = clap::value_parser!(u32).range(1..))]
+    pub writes_per_minute_per_address: u32,
+    /// Connections open at once (also capped by the process's open-file limit); when
+    /// full, the oldest connection that has not sent a complete request is closed.
+    #[arg(long, env = "GPULAB_MAX_CONNECTIONS", default_value_t = Limits::DEFAULT.max_connections, value_parser = clap::value_parser!(u64).range(16..))]
+    pub max_connections: u64,
+    /// Seconds a client has to send a request's headers; a keep-alive connection idle
+    /// this long is closed too.
+    #[arg(long, env = "GPULAB_HEADER_TIMEOUT_SECS", default_value_t = Limits::DEFAULT.header_timeout_secs, value_parser = clap::value_parser!(u64).range(1..))]
+    pub header_timeout_secs: u64,
 }
 
 impl Limits {
@@ -127,6 +156,13 @@ impl Limits {
         max_hidden: 1024,
         playground_mib_per_student: 512,
         playground_mib_total: 4096,
+        playground_mib_per_address: 2048,
+        pending_per_student: 2,
+        pending_per_address: 8,
+        attempts_per_minute: 20,
+        writes_per_minute_per_address: 600,
+        max_connections: 4096,
+        header_timeout_secs: 15,
     };
 
     /// Longest one experiment may run.
@@ -152,6 +188,11 @@ impl Limits {
     /// All playgrounds' cap in bytes.
     pub fn playground_total_bytes(&self) -> u64 {
         self.playground_mib_total << 20
+    }
+
+    /// The cap on the playgrounds of one network address, in bytes.
+    pub fn playground_per_address_bytes(&self) -> u64 {
+        self.playground_mib_per_address << 20
     }
 }
 

@@ -120,6 +120,10 @@ impl EngineCollector {
             "gpulab_jobs_running_peak",
             "Most experiments ever running at once",
         );
+        let playgrounds = gauge(
+            "gpulab_playgrounds",
+            "Allocator playgrounds open (one per student who changed theirs recently)",
+        );
         let jobs = IntCounterVec::new(
             Opts::new(
                 "gpulab_jobs_total",
@@ -140,6 +144,7 @@ impl EngineCollector {
             depth.set(stats.depth as i64);
             running.set(stats.running as i64);
             peak.set(stats.running_peak as i64);
+            playgrounds.set(engine.playgrounds.count() as i64);
             jobs.with_label_values(&["done"]).inc_by(stats.done);
             jobs.with_label_values(&["failed"]).inc_by(stats.failed);
             jobs.with_label_values(&["rejected"]).inc_by(stats.rejected);
@@ -156,6 +161,7 @@ impl EngineCollector {
             Box::new(depth),
             Box::new(running),
             Box::new(peak),
+            Box::new(playgrounds),
             Box::new(jobs),
             Box::new(memory),
         ]

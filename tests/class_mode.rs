@@ -136,7 +136,10 @@ async fn one_student_is_rate_limited_and_another_is_not() {
 
 #[tokio::test]
 async fn the_instructor_sees_gpu_use_per_student() {
-    let app = spawn_tuned(|config| config.instructor_token = Some("class-token".into())).await;
+    let app = spawn_tuned(|config| {
+        config.instructor_token = Some("class-token-long-enough-for-the-rule-32".into())
+    })
+    .await;
     let ann = student();
     ann.post(format!("{}/me/name", app.base))
         .form(&[("display_name", "Ann <b>Lee</b>")])
@@ -148,8 +151,8 @@ async fn the_instructor_sees_gpu_use_per_student() {
             .json(&json!({})),
     )
     .await;
-    wait_for(&app, queued["job_id"].as_u64().unwrap()).await;
-    let (teacher, _) = instructor(&app, "class-token").await;
+    crate::support::jobs::wait_for_as(&app, &ann, queued["job_id"].as_u64().unwrap()).await;
+    let (teacher, _) = instructor(&app, "class-token-long-enough-for-the-rule-32").await;
     let page = text(&teacher, &format!("{}/instructor", app.base)).await;
     assert!(page.contains("GPU use per student"), "{page}");
     assert!(

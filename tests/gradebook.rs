@@ -7,7 +7,7 @@ use crate::support::client::{instructor, instructor_csv, set_name, text};
 use crate::support::quiz::json_answers;
 use crate::support::{spawn, student};
 
-const TOKEN: &str = "correct-horse-battery-staple";
+const TOKEN: &str = "correct-horse-battery-staple-and-more";
 
 async fn spawn_with_token() -> crate::support::TestApp {
     crate::support::spawn_with_token(TOKEN).await

@@ -1,6 +1,7 @@
 //! The one integration-test binary. Each module spawns the real app (or the real
 //! `gpulab` binary) and checks it from the outside, the way a browser or author would.
 
+mod abuse;
 mod bad_input;
 mod class_mode;
 mod cli;

@@ -14,7 +14,7 @@ use crate::support::{spawn, student};
 #[tokio::test]
 async fn a_new_student_takes_a_quiz_through_the_form() {
     let app = spawn().await;
-    let client = student();
+    let client = crate::support::new_browser();
     let quiz = app.state.course.quiz("why-gpus").unwrap().clone();
     let page = client
         .get(format!("{}/lessons/why-gpus/quiz", app.base))

@@ -19,7 +19,11 @@ cargo fmt --all -- --check
 echo "== cargo clippy"
 cargo clippy --locked --all-targets -- -D warnings
 echo "== cargo test"
-cargo test --locked --all-targets
+cargo test --locked --all-targets -- --skip abuse::
+# The abuse probes measure latency while they attack: one at a time, with nothing else
+# running (ABUSE_FULL=1 for the probe's full size).
+echo "== abuse probes (tests/abuse, one at a time)"
+cargo test --locked --test main abuse:: -- --test-threads=1
 # Unit tests of the widgets' logic, when there are any (node's built-in runner).
 shopt -s globstar nullglob
 js_tests=(tests/js/**/*.test.mjs)

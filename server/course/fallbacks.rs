@@ -132,36 +132,37 @@ pub(super) fn thread_hierarchy(p: &Params) -> String {
 }
 
 pub(super) fn memory_ladder(_: &Params) -> String {
-    para("A100 figures, fastest first (latencies measured with dependent loads; see the sources below):")
-        + &table(
-            &["Level", "Latency", "Size", "Scope"],
-            &[
-                vec![
-                    "Registers".into(),
-                    "part of the instruction; a dependent FMA ~4 cycles".into(),
-                    "256 KiB per SM".into(),
-                    "one thread".into(),
-                ],
-                vec![
-                    "Shared memory / L1".into(),
-                    "~23 cycles (an L1 hit ~33)".into(),
-                    "192 KiB per SM (up to 164 KiB as shared memory)".into(),
-                    "one block".into(),
-                ],
-                vec![
-                    "L2 cache".into(),
-                    "~200 cycles".into(),
-                    "40 MiB".into(),
-                    "whole GPU".into(),
-                ],
-                vec![
-                    "HBM (global memory)".into(),
-                    "~290 cycles".into(),
-                    "80 GB at ~2 TB/s".into(),
-                    "whole GPU".into(),
-                ],
+    para(
+        "A100 figures, fastest first (latencies measured with dependent loads; see the sources below):",
+    ) + &table(
+        &["Level", "Latency", "Size", "Scope"],
+        &[
+            vec![
+                "Registers".into(),
+                "part of the instruction; a dependent FMA ~4 cycles".into(),
+                "256 KiB per SM".into(),
+                "one thread".into(),
             ],
-        )
+            vec![
+                "Shared memory / L1".into(),
+                "~23 cycles (an L1 hit ~33)".into(),
+                "192 KiB per SM (up to 164 KiB as shared memory)".into(),
+                "one block".into(),
+            ],
+            vec![
+                "L2 cache".into(),
+                "~200 cycles".into(),
+                "40 MiB".into(),
+                "whole GPU".into(),
+            ],
+            vec![
+                "HBM (global memory)".into(),
+                "~290 cycles".into(),
+                "80 GB at ~2 TB/s".into(),
+                "whole GPU".into(),
+            ],
+        ],
+    )
 }
 
 pub(super) fn env_decision_tree(_: &Params) -> String {

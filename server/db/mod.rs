@@ -36,7 +36,8 @@ pub struct Db {
 
 /// Schema migrations, applied in order; `PRAGMA user_version` records how many ran.
 /// Never edit one that has shipped: append a new one.
-const MIGRATIONS: &[&str] = &[r"
+const MIGRATIONS: &[&str] = &[
+    r"
 CREATE TABLE students (
     id           TEXT PRIMARY KEY,
     display_name TEXT,
@@ -59,7 +60,14 @@ CREATE TABLE answers (
     correct     INTEGER NOT NULL,
     PRIMARY KEY (attempt_id, question_id)
 );
-"];
+",
+    r"
+CREATE TABLE settings (
+    key   TEXT PRIMARY KEY,
+    value TEXT NOT NULL
+);
+",
+];
 
 impl Db {
     /// Opens (creating if needed) and migrates the database at `path`.

@@ -26,11 +26,11 @@ use crate::config::Limits;
 use crate::experiments::Job;
 use crate::gpu::card::cpu_card;
 use crate::gpu::{DeviceCard, doctor};
-use crate::playground::Playgrounds;
 use crate::playground::pool::Source;
+use crate::playground::{Caps, Playgrounds};
 
 /// Playgrounds unused for this long are dropped and their memory released.
-pub const PLAYGROUND_IDLE: Duration = Duration::from_secs(30 * 60);
+pub const PLAYGROUND_IDLE: Duration = Duration::from_secs(10 * 60);
 
 /// The running engine: the worker threads, their queue, and what they run on.
 #[derive(Clone)]
@@ -54,7 +54,11 @@ impl Engine {
     /// open their own handles only when it passed, and a worker whose handle fails its
     /// self-test does not serve, so no server ever runs part GPU, part CPU.
     pub fn start(limits: Limits) -> Self {
-        let queue: Arc<Queue<Job>> = Queue::new(limits.queue_length);
+        let queue: Arc<Queue<Job>> = Queue::new(
+            limits.queue_length,
+            usize::try_from(limits.pending_per_student).unwrap_or(usize::MAX),
+            usize::try_from(limits.pending_per_address).unwrap_or(usize::MAX),
+        );
         let shared = Arc::new(SharedContext::default());
         let timeout = limits.job_timeout();
         let (tx, rx) = mpsc::channel();
@@ -102,9 +106,12 @@ impl Engine {
         }
         let playgrounds = Playgrounds::new(
             source,
-            limits.playground_per_student_bytes(),
-            limits.playground_total_bytes(),
-            PLAYGROUND_IDLE,
+            Caps {
+                per_student: limits.playground_per_student_bytes(),
+                total: limits.playground_total_bytes(),
+                per_address: limits.playground_per_address_bytes(),
+                idle: PLAYGROUND_IDLE,
+            },
         );
         tracing::info!(backend = card.kind, device = %card.name, workers = limits.gpu_concurrency, "experiment engine ready");
         Self {
@@ -117,9 +124,15 @@ impl Engine {
         }
     }
 
-    /// Queues a job for `owner` (a student id); returns its job id and position.
-    pub fn submit(&self, owner: &str, job: Job) -> Result<(u64, usize), Refused> {
-        self.queue.submit(owner, job)
+    /// Queues a job for `owner` (a student id) at `address`; returns its job id and
+    /// position.
+    pub fn submit(
+        &self,
+        owner: &str,
+        address: Option<std::net::IpAddr>,
+        job: Job,
+    ) -> Result<(u64, usize), Refused> {
+        self.queue.submit(owner, address, job)
     }
 
     /// Queue-wide figures (depth, running, outcomes).
@@ -144,9 +157,9 @@ impl Engine {
         self.queue.wait_idle(timeout)
     }
 
-    /// A job's state.
-    pub fn job(&self, id: u64) -> Option<JobState> {
-        self.queue.state(id)
+    /// A job's state, for its owner (`None`: anyone, the instructor).
+    pub fn job(&self, id: u64, owner: Option<&str>) -> Option<JobState> {
+        self.queue.state(id, owner)
     }
 
     /// Jobs waiting now.

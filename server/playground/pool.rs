@@ -149,7 +149,7 @@ impl Pool {
             let allocated = self.live.values().map(|b| b.size).sum::<u64>();
             let cached = self.reserved() - allocated;
             let limit = if size > global_room {
-                "the class's shared playground memory is exhausted"
+                "the class's shared playground memory, or your network address's share of it, is used up"
             } else {
                 "your playground cap"
             };

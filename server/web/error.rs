@@ -35,6 +35,14 @@ pub enum AppError {
     /// The server cannot take this now (shutting down, database not writable).
     #[error("{0}")]
     Unavailable(String),
+    /// A limit for this student or address is used up; try again after a while.
+    #[error("{message}")]
+    TooMany {
+        /// Seconds until a retry may succeed (sent as `Retry-After`).
+        retry_after_secs: u64,
+        /// Which limit, in words, and what to do.
+        message: String,
+    },
     /// A request the framework refused before a handler ran (body too large, a path
     /// segment that is not UTF-8, a method the route does not take), with its status.
     #[error("{1}")]
@@ -56,6 +64,7 @@ impl AppError {
             Self::Unauthorized(_) => StatusCode::UNAUTHORIZED,
             Self::Forbidden(_) => StatusCode::FORBIDDEN,
             Self::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
+            Self::TooMany { .. } => StatusCode::TOO_MANY_REQUESTS,
             Self::Rejected(status, _) => *status,
             Self::Template(_) | Self::Database(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
@@ -73,6 +82,7 @@ impl AppError {
             Self::Unauthorized(m) => ("Token needed", m.clone()),
             Self::Forbidden(m) => ("Not available", m.clone()),
             Self::Unavailable(m) => ("Try again shortly", m.clone()),
+            Self::TooMany { message, .. } => ("Slow down a little", message.clone()),
             Self::Rejected(_, m) => ("Request not accepted", m.clone()),
             Self::Template(_) | Self::Database(_) => {
                 tracing::error!(error = %self, "internal error");
@@ -85,18 +95,35 @@ impl AppError {
     }
 }
 
+impl AppError {
+    /// `Retry-After` for a 429.
+    fn with_retry_after(&self, mut response: Response) -> Response {
+        if let Self::TooMany {
+            retry_after_secs, ..
+        } = self
+        {
+            response.headers_mut().insert(
+                axum::http::header::RETRY_AFTER,
+                axum::http::HeaderValue::from(*retry_after_secs),
+            );
+        }
+        response
+    }
+}
+
 impl IntoResponse for AppError {
     fn into_response(self) -> Response {
         let status = self.status();
         let (heading, detail) = self.public();
         let page = ErrorPage::new(status.as_u16(), heading, &detail);
-        match page.render() {
+        let response = match page.render() {
             Ok(html) => (status, Html(html)).into_response(),
             Err(e) => {
                 tracing::error!(error = %e, "error page failed to render");
                 (status, detail).into_response()
             }
-        }
+        };
+        self.with_retry_after(response)
     }
 }
 
@@ -142,7 +169,8 @@ impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let status = self.0.status();
         let (_, message) = self.0.public();
-        (status, Json(ErrorBody::new(status, message))).into_response()
+        let response = (status, Json(ErrorBody::new(status, message))).into_response();
+        self.0.with_retry_after(response)
     }
 }
 

@@ -17,6 +17,11 @@ pub const STUDENT_COOKIE: &str = "gpulab_student";
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StudentId(pub String);
 
+/// Present when this request's student id was minted on it (no valid cookie came):
+/// `guard::writes` refuses writes from such ids.
+#[derive(Debug, Clone, Copy)]
+pub struct NewVisitor;
+
 /// 128 random bits as 32 hex digits, for student ids and instructor sessions.
 pub fn random_token() -> String {
     let mut bytes = [0u8; 16];
@@ -55,6 +60,9 @@ pub async fn identify(jar: CookieJar, mut request: Request, next: Next) -> Respo
     let fresh = existing.is_none();
     let id = existing.unwrap_or_else(random_token);
     request.extensions_mut().insert(StudentId(id.clone()));
+    if fresh {
+        request.extensions_mut().insert(NewVisitor);
+    }
     let mut response = next.run(request).await;
     if fresh {
         response

@@ -11,12 +11,16 @@ pub mod assets;
 pub mod encoded;
 pub mod error;
 pub mod extract;
+pub mod guard;
 pub mod identity;
+pub mod login_guard;
 pub mod openapi;
 pub mod page;
 pub mod router;
 pub mod routes;
+pub mod serve;
 pub mod state;
 
-pub use router::{router, serve};
+pub use router::router;
+pub use serve::serve;
 pub use state::AppState;

@@ -153,7 +153,33 @@ pub fn finish(api: utoipa::openapi::OpenApi, limits: &Limits) -> Value {
             experiment_path(*experiment, params, output),
         );
     }
+    for operations in paths.values_mut() {
+        for method in ["post", "put", "patch", "delete"] {
+            if let Some(responses) = operations
+                .get_mut(method)
+                .and_then(|op| op.get_mut("responses"))
+                .and_then(Value::as_object_mut)
+            {
+                guarded_write(responses);
+            }
+        }
+    }
     doc["paths"] = Value::Object(paths);
     doc["components"]["schemas"] = Value::Object(schemas);
     doc
+}
+
+/// What `web::guard` can answer to any write: 403 without the student cookie, 429 when
+/// the address's (or the student's) budget is used up.
+fn guarded_write(responses: &mut Map<String, Value>) {
+    responses.entry("403").or_insert_with(|| {
+        error_response("No student cookie came with this write: load a course page first")
+    });
+    responses.entry("429").or_insert_with(|| {
+        json!({
+            "description": "A rate limit for this student or network address is used up",
+            "headers": {"Retry-After": {"schema": {"type": "integer"}}},
+            "content": {"application/json": {"schema": {"$ref": "#/components/schemas/ErrorBody"}}},
+        })
+    });
 }

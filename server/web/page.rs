@@ -163,8 +163,14 @@ pub struct InstructorPage<'a> {
     pub layout: &'a Layout,
     /// Quiz ids and titles, in course order (columns).
     pub quizzes: Vec<(&'a str, &'a str)>,
-    /// One row per student: name and one cell per quiz.
+    /// One row per student on this page: name and one cell per quiz.
     pub rows: Vec<GradebookRow>,
+    /// Students with at least one attempt, on every page.
+    pub students: usize,
+    /// This page (1-based) and how many there are.
+    pub page: usize,
+    /// Pages in all.
+    pub pages: usize,
     /// Most-missed questions.
     pub missed: Vec<MissedQuestion>,
     /// The experiment queue right now.

@@ -1,21 +1,20 @@
-//! The router: every URL mapped to its handler, the layers every response passes
-//! through, and [`serve`], which runs it on a listener until shutdown. Tests bind
+//! The router: every URL mapped to its handler and the layers every response passes
+//! through. `serve` (serve.rs) runs it on a listener until shutdown; tests bind
 //! `127.0.0.1:0`, call `serve` with their own shutdown future, and talk HTTP to it.
 //!
 //! JSON routes are mounted through `utoipa-axum`, which collects each handler's
 //! OpenAPI annotation as it mounts the route, and the experiment routes come from the
 //! registry; so the document at `/api/openapi.json` lists exactly what is served.
 
-use std::future::Future;
+use std::net::SocketAddr;
 use std::sync::Arc;
 
 use axum::Router;
 use axum::body::Bytes;
-use axum::extract::{DefaultBodyLimit, Extension, State};
+use axum::extract::{ConnectInfo, DefaultBodyLimit, Extension, State};
 use axum::http::{HeaderName, HeaderValue, StatusCode, header};
 use axum::middleware;
 use axum::routing::{get, post};
-use tokio::net::TcpListener;
 use tower_http::compression::CompressionLayer;
 use tower_http::compression::predicate::{NotForContentType, Predicate, SizeAbove};
 use tower_http::set_header::SetResponseHeaderLayer;
@@ -25,6 +24,7 @@ use utoipa::OpenApi as _;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
+use super::guard;
 use super::identity::{self, StudentId};
 use super::openapi::{self, ApiDoc, Document};
 use super::routes::{assets, experiments, health, instructor, me, pages, playground, quiz};
@@ -57,15 +57,23 @@ fn api() -> OpenApiRouter<AppState> {
             post(
                 move |State(state): State<AppState>,
                       Extension(id): Extension<StudentId>,
-                      body: Bytes| experiments::submit(experiment, state, id, body),
+                      peer: Option<Extension<ConnectInfo<SocketAddr>>>,
+                      body: Bytes| {
+                    let address = peer.map(|Extension(ConnectInfo(p))| p.ip());
+                    experiments::submit(experiment, state, id, address, body)
+                },
             ),
         );
     }
+    let student = student.routes(routes!(experiments::job));
     OpenApiRouter::with_openapi(ApiDoc::openapi())
-        .merge(student.route_layer(middleware::from_fn(identity::identify)))
+        .merge(
+            student
+                .route_layer(middleware::from_fn(guard::writes))
+                .route_layer(middleware::from_fn(identity::identify)),
+        )
         .routes(routes!(experiments::device))
         .routes(routes!(experiments::doctor))
-        .routes(routes!(experiments::job))
         .routes(routes!(playground::memory))
         .routes(routes!(openapi::openapi))
 }
@@ -95,6 +103,7 @@ pub fn router(state: AppState) -> Router {
         .route("/me/name", post(me::set_name))
         .route("/me/export", get(me::export))
         .route("/me/reset", post(me::reset))
+        .route_layer(middleware::from_fn(guard::writes))
         .route_layer(middleware::from_fn(identity::identify));
     Router::new()
         .merge(api)
@@ -111,6 +120,7 @@ pub fn router(state: AppState) -> Router {
         .route("/static/{*path}", get(assets::asset))
         .fallback(pages::not_found)
         .layer(Extension(document))
+        .layer(Extension(Arc::clone(&state.write_limiter)))
         .layer(middleware::from_fn_with_state(state.clone(), health::track))
         .layer(TimeoutLayer::with_status_code(
             StatusCode::REQUEST_TIMEOUT,
@@ -142,16 +152,4 @@ pub fn router(state: AppState) -> Router {
             ),
         )
         .layer(TraceLayer::new_for_http())
-}
-
-/// Serves `state` on `listener` until `shutdown` completes, then finishes in-flight
-/// requests and returns.
-pub async fn serve(
-    listener: TcpListener,
-    state: AppState,
-    shutdown: impl Future<Output = ()> + Send + 'static,
-) -> std::io::Result<()> {
-    axum::serve(listener, router(state))
-        .with_graceful_shutdown(shutdown)
-        .await
 }

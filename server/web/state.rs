@@ -7,6 +7,8 @@ use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
 
 use super::assets::Assets;
+use super::guard::AddressLimiter;
+use super::login_guard::{LoginGuard, check_token};
 use super::page::{Layout, Prerendered};
 use crate::config::Config;
 use crate::course::problem::Problems;
@@ -37,6 +39,12 @@ pub struct AppState {
     pub instructor_sessions: Arc<Mutex<HashSet<String>>>,
     /// Per-student experiment rate limit.
     pub experiment_limiter: Arc<StudentLimiter>,
+    /// Per-student quiz and exam attempt rate limit.
+    pub attempt_limiter: Arc<StudentLimiter>,
+    /// Writes per network address.
+    pub write_limiter: Arc<AddressLimiter>,
+    /// Failed instructor sign-ins.
+    pub login_guard: Arc<LoginGuard>,
     /// Prometheus metrics.
     pub metrics: Arc<Metrics>,
 }
@@ -53,12 +61,18 @@ pub enum StartupError {
     /// A page template failed to render (a bug).
     #[error("cannot render the pages: {0}")]
     Template(#[from] askama::Error),
+    /// The instructor token is too weak to put a class's grades behind.
+    #[error("{0}")]
+    WeakToken(String),
 }
 
 impl AppState {
     /// Loads and renders the course named by `config` and opens its database; fails
     /// with every content problem, or the database error.
     pub fn new(config: Config) -> Result<Self, StartupError> {
+        if let Some(token) = config.instructor_token.as_deref().filter(|t| !t.is_empty()) {
+            check_token(token).map_err(StartupError::WeakToken)?;
+        }
         let course = Course::load(&ContentSource::from_option(config.content_dir.as_deref()))?;
         let db = Db::open(&config.database)?;
         let assets = Assets::load();
@@ -82,6 +96,9 @@ impl AppState {
         let metrics = Metrics::new(engine.clone());
         Ok(Self {
             experiment_limiter: Arc::new(StudentLimiter::new(config.limits.experiments_per_minute)),
+            attempt_limiter: Arc::new(StudentLimiter::new(config.limits.attempts_per_minute)),
+            write_limiter: AddressLimiter::new(config.limits.writes_per_minute_per_address),
+            login_guard: Arc::default(),
             metrics: Arc::new(metrics),
             config: Arc::new(config),
             course: Arc::new(course),

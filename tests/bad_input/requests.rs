@@ -19,7 +19,11 @@ async fn a_body_that_never_arrives_is_answered_within_the_request_timeout() {
     let started = std::time::Instant::now();
     let answer = raw(
         &app,
-        b"POST /api/experiments/timing HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 10000000\r\nConnection: close\r\n\r\n{}".to_vec(),
+        format!(
+            "POST /api/experiments/timing HTTP/1.1\r\nHost: 127.0.0.1\r\nCookie: gpulab_student={}\r\nContent-Type: application/json\r\nContent-Length: 10000000\r\nConnection: close\r\n\r\n{{}}",
+            crate::support::student_id()
+        )
+        .into_bytes(),
     )
     .await;
     assert!(

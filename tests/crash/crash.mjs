@@ -137,11 +137,27 @@ function noPanic(scenario, server, label) {
 
 // ---------------------------------------------------------------------------------------
 
+/** A student client that has loaded a page, so it has its cookie (writes need one). */
+async function visitor(base) {
+  const c = new Client(base);
+  await c.get('/');
+  return c;
+}
+
+const UNLIMITED_RATES = [
+  '--attempts-per-minute', '1000000',
+  '--writes-per-minute-per-address', '1000000',
+  '--pending-per-student', '16',
+  '--pending-per-address', '16',
+];
+
 async function killScenario() {
   console.log(`\n== kill: SIGKILL mid-stream, ${ROUNDS} round(s) on one database`);
   const dir = tempDir('gpulab-crash-kill-');
   const database = path.join(dir, 'crash.db');
-  const args = ['--max-train-steps', '400', '--max-hidden', '256', '--experiments-per-minute', '0'];
+  // Clients hammer quiz attempts from one address: lift the per-student and per-address
+  // rates (tests/abuse covers them), so every refusal here would be a real failure.
+  const args = ['--max-train-steps', '400', '--max-hidden', '256', '--experiments-per-minute', '0', ...UNLIMITED_RATES];
   const acks = new Acks();
   const writers = 6;
   let cookies = null;
@@ -156,7 +172,7 @@ async function killScenario() {
     else for (const c of clients) await c.get('/api/me/progress');
     cookies = clients.map((c) => c.id);
     // An experiment running at the moment of the kill, too.
-    const exp = await new Client(server.base).post('/api/experiments/training', { json: { batch: 64, hidden: 256, steps: 400, log_every: 10 } });
+    const exp = await (await visitor(server.base)).post('/api/experiments/training', { json: { batch: 64, hidden: 256, steps: 400, log_every: 10 } });
     let killed = false;
     const streams = clients.map((c) => stream(c, qs, acks, () => killed));
     const before = acks.total;
@@ -183,7 +199,7 @@ async function killScenario() {
 
 /** Posts experiments every ~100 ms until the connection is refused or `ms` passes. */
 async function submitWhileDraining(base, ms) {
-  const c = new Client(base);
+  const c = await visitor(base);
   const seen = { 503: 0, refused: 0, accepted: 0, other: [], messages: new Set() };
   const until = performance.now() + ms;
   let i = 0;
@@ -203,8 +219,8 @@ async function submitWhileDraining(base, ms) {
 }
 
 /** Polls job `id` until it is done or failed, the connection goes, or `ms` passes. */
-async function pollJob(base, id, ms) {
-  const c = new Client(base);
+/** Polls job `id` as its owner `c` (only the owner may read a job). */
+async function pollJob(c, id, ms) {
   const until = performance.now() + ms;
   let last = null;
   while (performance.now() < until) {
@@ -217,8 +233,7 @@ async function pollJob(base, id, ms) {
   return last;
 }
 
-async function waitRunning(base, id, ms) {
-  const c = new Client(base);
+async function waitRunning(c, id, ms) {
   const until = performance.now() + ms;
   while (performance.now() < until) {
     const r = await c.get(`/api/jobs/${id}`);
@@ -236,33 +251,34 @@ async function drainScenario(name, { drainSecs, training, expectFinish }) {
   console.log(`\n== ${name}: SIGTERM with a training run going (--drain-timeout-secs ${drainSecs})`);
   const dir = tempDir(`gpulab-crash-${name}-`);
   const database = path.join(dir, 'crash.db');
-  const args = ['--drain-timeout-secs', String(drainSecs), '--job-timeout-secs', '120', '--max-train-steps', '2000', '--max-hidden', '1024', '--experiments-per-minute', '0'];
+  const args = ['--drain-timeout-secs', String(drainSecs), '--job-timeout-secs', '120', '--max-train-steps', '2000', '--max-hidden', '1024', '--experiments-per-minute', '0', ...UNLIMITED_RATES];
   const server = await startServer({ bin: BIN, database, args, logPath: path.join(dir, 'server.log') });
   const qs = await quizzes(server.base);
   const acks = new Acks();
-  const students = [...Array(3).keys()].map(() => new Client(server.base));
+  const students = [];
+  for (let i = 0; i < 3; i++) students.push(await visitor(server.base));
   for (const s of students) await stream(s, qs, acks, () => false, 5);
-  const runner = new Client(server.base);
+  const runner = await visitor(server.base);
   const first = await runner.post('/api/experiments/training', { json: training });
   const waiting = [];
   for (const s of students.slice(0, 2)) {
     const r = await s.post('/api/experiments/timing', { json: {} });
-    if (r.status === 202) waiting.push(r.json.job_id);
+    if (r.status === 202) waiting.push([s, r.json.job_id]);
   }
   if (!check(name, 'the training run and two more experiments were accepted', first.status === 202 && waiting.length === 2, `${first.status}, ${waiting.length} waiting`)) {
     await server.kill();
     return dir;
   }
   const id = first.json.job_id;
-  const state = await waitRunning(server.base, id, 30_000);
+  const state = await waitRunning(runner, id, 30_000);
   check(name, 'the training run started before SIGTERM', state === 'running', state);
   const signalled = performance.now();
   server.child.kill('SIGTERM');
   // Meanwhile: new experiments are refused, waiting ones fail, quizzes are still kept.
   const [refusals, waitingStates, runningState, drainAcks] = await Promise.all([
     submitWhileDraining(server.base, (drainSecs + 10) * 1000),
-    Promise.all(waiting.map((w) => pollJob(server.base, w, 5_000))),
-    pollJob(server.base, id, (drainSecs + 10) * 1000),
+    Promise.all(waiting.map(([owner, w]) => pollJob(owner, w, 5_000))),
+    pollJob(runner, id, (drainSecs + 10) * 1000),
     (async () => {
       await sleep(200);
       const before = acks.total;

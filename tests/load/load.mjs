@@ -119,6 +119,13 @@ async function main() {
     ['--max-matmul-size', 128],
     ['--max-train-steps', 50],
     ['--max-hidden', 32],
+    // Every virtual student comes from 127.0.0.1: configured as README's class-mode
+    // section says for a class behind one NAT address.
+    ['--writes-per-minute-per-address', 100000],
+    ['--pending-per-address', 16],
+    ['--playground-mib-per-address', 4096],
+    // Virtual students think for a second or two, not minutes: more attempts per minute.
+    ['--attempts-per-minute', 600],
   ]);
   console.log(`load: ${STUDENTS} students x ${DURATION_S} s against ${path.relative(ROOT, bin) || bin} (seed ${SEED})`);
   console.log(`load: server flags ${args.join(' ')}${skipped.length ? ` (this build lacks ${skipped.join(', ')})` : ''}`);

@@ -1,6 +1,7 @@
-//! Hostile clients for tests: a plain client without cookies, requests sent byte for
-//! byte (no URL normalisation, any header bytes), and the two shapes every error must
-//! have — JSON `{"error": {"status", "message"}}` under `/api/`, an HTML page elsewhere.
+//! Hostile clients for tests: a plain client that sends one fixed student cookie and
+//! stores none (tests/abuse has clients without one), requests sent byte for byte (no URL
+//! normalisation, any header bytes), and the two shapes every error must have — JSON
+//! `{"error": {"status", "message"}}` under `/api/`, an HTML page elsewhere.
 
 use std::io::{Read, Write};
 use std::time::Duration;
@@ -9,9 +10,18 @@ use serde_json::Value;
 
 use super::TestApp;
 
-/// A client that keeps no cookies and follows no redirects.
+/// A client with a student cookie of its own that stores no cookies and follows no
+/// redirects: its writes reach the handlers (and their validation).
 pub fn client() -> reqwest::Client {
+    let mut headers = reqwest::header::HeaderMap::new();
+    headers.insert(
+        reqwest::header::COOKIE,
+        format!("gpulab_student={}", super::student_id())
+            .parse()
+            .unwrap(),
+    );
     reqwest::Client::builder()
+        .default_headers(headers)
         .redirect(reqwest::redirect::Policy::none())
         .timeout(Duration::from_secs(30))
         .build()
@@ -109,7 +119,7 @@ pub fn get_request(target: &[u8], extra_headers: &[u8]) -> Vec<u8> {
     .concat()
 }
 
-/// `POST` `body` to `path` labelled `content_type`, with no cookie.
+/// `POST` `body` to `path` labelled `content_type`, as a student with a cookie.
 pub async fn post_as(
     app: &TestApp,
     path: &str,

@@ -6,13 +6,21 @@ use serde_json::Value;
 
 use super::TestApp;
 
-/// Polls job `id` until it is done or failed (two minutes at most); returns the job.
+/// Polls job `id` as the app's default student until it is done or failed (two minutes
+/// at most); returns the job.
 pub async fn wait_for(app: &TestApp, id: u64) -> Value {
+    wait_for_as(app, &app.client, id).await
+}
+
+/// Polls job `id` as `client` (only a job's owner may read it).
+pub async fn wait_for_as(app: &TestApp, client: &reqwest::Client, id: u64) -> Value {
     let deadline = Instant::now() + Duration::from_secs(120);
     loop {
-        let job: Value = app
-            .get(&format!("/api/jobs/{id}"))
+        let job: Value = client
+            .get(format!("{}/api/jobs/{id}", app.base))
+            .send()
             .await
+            .unwrap()
             .json()
             .await
             .unwrap();
@@ -27,8 +35,9 @@ pub async fn wait_for(app: &TestApp, id: u64) -> Value {
     }
 }
 
+/// POSTs `body` to `path` as the app's default student.
 pub async fn post(app: &TestApp, path: &str, body: Value) -> reqwest::Response {
-    reqwest::Client::new()
+    app.client
         .post(format!("{}{path}", app.base))
         .json(&body)
         .send()

@@ -18,6 +18,9 @@ use tokio::sync::oneshot;
 pub struct TestApp {
     /// `http://127.0.0.1:<port>`.
     pub base: String,
+    /// The default student: `get`, `jobs::post` and job polls go through it, so they
+    /// share one student id (jobs are readable by their owner only).
+    pub client: reqwest::Client,
     /// The state it serves, for computing expectations.
     pub state: AppState,
     shutdown: Option<oneshot::Sender<()>>,
@@ -34,9 +37,11 @@ impl Drop for TestApp {
 }
 
 impl TestApp {
-    /// GET `path` with no special headers.
+    /// GET `path` as the default student.
     pub async fn get(&self, path: &str) -> reqwest::Response {
-        reqwest::get(format!("{}{path}", self.base))
+        self.client
+            .get(format!("{}{path}", self.base))
+            .send()
             .await
             .expect("request reaches the app")
     }
@@ -83,13 +88,34 @@ pub async fn spawn_with_token(token: &str) -> TestApp {
     spawn_tuned(|config| config.instructor_token = Some(token)).await
 }
 
-/// A client that keeps cookies, like a browser: one client is one student.
+/// A client that keeps cookies, like a browser that has loaded a course page: one
+/// client is one student, with a student cookie from the start (writes without one are
+/// refused). Cookies the server sets later (an instructor session) are kept too.
 pub fn student() -> reqwest::Client {
+    let jar = reqwest::cookie::Jar::default();
+    jar.add_cookie_str(
+        &format!("gpulab_student={}; Path=/", student_id()),
+        &"http://127.0.0.1/".parse().unwrap(),
+    );
+    reqwest::Client::builder()
+        .cookie_provider(std::sync::Arc::new(jar))
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap()
+}
+
+/// A browser on its first visit: it keeps cookies but has none yet.
+pub fn new_browser() -> reqwest::Client {
     reqwest::Client::builder()
         .cookie_store(true)
         .redirect(reqwest::redirect::Policy::none())
         .build()
         .unwrap()
+}
+
+/// A fresh, well-formed student id (32 lower-case hex digits), as the server mints them.
+pub fn student_id() -> String {
+    gpulab::web::identity::random_token()
 }
 
 /// Spawns the app with `config`, on a fresh port.
@@ -108,6 +134,7 @@ pub async fn spawn_with(config: Config) -> TestApp {
     });
     TestApp {
         base,
+        client: student(),
         state,
         shutdown: Some(tx),
         _dir: None,
@@ -139,16 +166,37 @@ impl BinaryServer {
 
     /// [`BinaryServer::start`] with extra environment variables.
     pub fn start_with_env(database: &std::path::Path, env: &[(&str, &str)]) -> Self {
+        Self::launch(database, &[], env, &[])
+    }
+
+    /// Starts the binary with extra `serve` flags and environment variables, run
+    /// through `prefix` (e.g. `prlimit --nofile=256`) when it is not empty.
+    pub fn launch(
+        database: &std::path::Path,
+        args: &[&str],
+        env: &[(&str, &str)],
+        prefix: &[&str],
+    ) -> Self {
         use std::io::{BufRead, BufReader};
         let port = std::net::TcpListener::bind("127.0.0.1:0")
             .unwrap()
             .local_addr()
             .unwrap()
             .port();
-        let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_gpulab"))
+        let binary = env!("CARGO_BIN_EXE_gpulab");
+        let mut command = match prefix.split_first() {
+            Some((program, rest)) => {
+                let mut command = std::process::Command::new(program);
+                command.args(rest).arg(binary);
+                command
+            }
+            None => std::process::Command::new(binary),
+        };
+        let mut child = command
             .args(["serve", "--addr", &format!("127.0.0.1:{port}")])
             .arg("--database")
             .arg(database)
+            .args(args)
             .env("RUST_LOG", "warn,gpulab=info")
             .envs(env.iter().copied())
             .stdout(std::process::Stdio::null())
@@ -168,6 +216,17 @@ impl BinaryServer {
             child,
             base: format!("http://127.0.0.1:{port}"),
         }
+    }
+
+    /// The server's resident memory now, in bytes (`VmRSS`).
+    pub fn resident_bytes(&self) -> u64 {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id())).unwrap();
+        let kib: u64 = status
+            .lines()
+            .find_map(|l| l.strip_prefix("VmRSS:"))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+            .expect("VmRSS in /proc/PID/status");
+        kib * 1024
     }
 
     /// SIGKILL: no chance to flush or clean up.

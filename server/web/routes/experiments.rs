@@ -7,7 +7,7 @@
 
 use axum::Json;
 use axum::body::Bytes;
-use axum::extract::{Path, State};
+use axum::extract::{Extension, Path, State};
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde::Serialize;
@@ -19,6 +19,7 @@ use crate::gpu::DeviceCard;
 use crate::gpu::doctor::Report;
 use crate::web::error::{ApiError, AppError, ErrorBody};
 use crate::web::identity::StudentId;
+use crate::web::routes::instructor;
 use crate::web::state::AppState;
 
 /// One registered experiment as a panel needs it: where to post, the defaults and the
@@ -139,6 +140,7 @@ pub async fn submit(
     experiment: &'static dyn DynExperiment,
     state: AppState,
     student: StudentId,
+    address: Option<std::net::IpAddr>,
     body: Bytes,
 ) -> Result<Response, ApiError> {
     let parsed = crate::web::extract::optional_json(&body, &experiment.defaults().to_string())?;
@@ -159,7 +161,7 @@ pub async fn submit(
             ),
         ));
     }
-    match state.engine.submit(&student.0, job) {
+    match state.engine.submit(&student.0, address, job) {
         Ok((id, position)) => Ok((
             StatusCode::ACCEPTED,
             [(header::LOCATION, format!("/api/jobs/{id}"))],
@@ -176,6 +178,18 @@ pub async fn submit(
             retry_after_secs,
             format!(
                 "The experiment queue is full: the GPU is busy with other students' experiments. Try again in about {retry_after_secs} s."
+            ),
+        )),
+        Err(Refused::AddressBusy { limit }) => Ok(too_many(
+            (state.engine.estimated_wait_secs().ceil() as u64).max(1),
+            format!(
+                "Your network address already has {limit} experiments waiting, the most one address may while the class shares the GPU (the instructor can raise it with --pending-per-address when the class shares one address). Try again when one has started."
+            ),
+        )),
+        Err(Refused::TooManyPending { limit }) => Ok(too_many(
+            (state.engine.estimated_wait_secs().ceil() as u64).max(1),
+            format!(
+                "You already have {limit} experiments waiting, the most one student may while the class shares the GPU. Wait for one of them to start, then try again."
             ),
         )),
         Err(Refused::Closed) => Err(AppError::Unavailable(
@@ -209,18 +223,23 @@ pub struct JobView {
     responses(
         (status = 200, description = "OK", body = JobView),
         (status = 400, description = "Not a job id", body = ErrorBody),
-        (status = 404, description = "No such job (or forgotten: finished jobs are kept for a while)", body = ErrorBody),
+        (status = 404, description = "No such job of this student's (another student's job, or forgotten: finished jobs are kept for a while)", body = ErrorBody),
     ))]
 pub async fn job(
     State(state): State<AppState>,
+    Extension(student): Extension<StudentId>,
+    caller: instructor::Caller,
     Path(id): Path<String>,
 ) -> Result<Json<Value>, ApiError> {
     let id: u64 = id
         .parse()
         .map_err(|_| AppError::BadRequest(format!("job ids are whole numbers, not `{id}`")))?;
+    // Only the student who started a job (or the instructor) may read it; to anyone
+    // else it does not exist.
+    let owner = (!instructor::is_instructor(&state, &caller)).then_some(student.0.as_str());
     let job = state
         .engine
-        .job(id)
+        .job(id, owner)
         .ok_or_else(|| AppError::NotFound(format!("/api/jobs/{id}")))?;
     let mut body = serde_json::to_value(job).unwrap_or_default();
     body["job_id"] = json!(id);

@@ -56,13 +56,30 @@ pub async fn readyz(State(state): State<AppState>) -> Response {
     (status, Json(body)).into_response()
 }
 
+/// The metrics label for `method`: the standard ones by name, anything else `other`, so
+/// a client inventing methods cannot grow the label set (and the server's memory).
+pub fn method_label(method: &axum::http::Method) -> &'static str {
+    match method.as_str() {
+        "GET" => "GET",
+        "HEAD" => "HEAD",
+        "POST" => "POST",
+        "PUT" => "PUT",
+        "DELETE" => "DELETE",
+        "PATCH" => "PATCH",
+        "OPTIONS" => "OPTIONS",
+        "CONNECT" => "CONNECT",
+        "TRACE" => "TRACE",
+        _ => "other",
+    }
+}
+
 /// Middleware: records every request's route, status and latency.
 pub async fn track(State(state): State<AppState>, request: Request, next: Next) -> Response {
     let route = request
         .extensions()
         .get::<MatchedPath>()
         .map_or_else(|| "unmatched".to_string(), |p| p.as_str().to_string());
-    let method = request.method().as_str().to_string();
+    let method = method_label(request.method()).to_string();
     let started = Instant::now();
     let response = next.run(request).await;
     state.metrics.observe(

@@ -7,17 +7,43 @@ use std::collections::BTreeMap;
 
 use askama::Template;
 use axum::body::Bytes;
-use axum::extract::State;
-use axum::http::{HeaderMap, StatusCode, header};
+use std::net::{IpAddr, SocketAddr};
+
+use axum::extract::{ConnectInfo, Extension, FromRequestParts, Query, State};
+use axum::http::request::Parts;
+use axum::http::{StatusCode, header};
 use axum::response::{Html, IntoResponse, Redirect, Response};
 use axum_extra::extract::CookieJar;
-use subtle::ConstantTimeEq;
+
+use serde::{Deserialize, Serialize};
 
 use crate::db::gradebook::{self, GradeCell, MissedQuestion};
 use crate::web::error::AppError;
 use crate::web::identity::{private_cookie, random_token};
+use crate::web::login_guard::tokens_match;
 use crate::web::page::{GpuUseRow, GradebookRow, InstructorLoginPage, InstructorPage};
 use crate::web::state::AppState;
+
+/// Students per gradebook page.
+pub const ROWS_PER_PAGE: usize = 100;
+
+/// `?page=N` on the gradebook (1-based).
+#[derive(Debug, Deserialize)]
+pub struct Paging {
+    page: Option<usize>,
+}
+
+/// One row of `grades.csv`: the student by pseudonym, never by id (the id is the
+/// student's cookie).
+#[derive(Debug, Serialize)]
+struct GradeExport {
+    student: String,
+    display_name: Option<String>,
+    quiz_id: String,
+    best_percent: f64,
+    attempts: u32,
+    passed: bool,
+}
 
 /// Name of the instructor session cookie.
 pub const SESSION_COOKIE: &str = "gpulab_instructor";
@@ -33,30 +59,69 @@ fn token(state: &AppState) -> Result<&str, AppError> {
         .ok_or_else(|| AppError::Forbidden(DISABLED.into()))
 }
 
-fn tokens_match(expected: &str, given: &str) -> bool {
-    expected.as_bytes().ct_eq(given.as_bytes()).into()
+/// Who is asking, as far as instructor access goes: the session cookie, a bearer token
+/// and the network address (for the sign-in guard).
+pub struct Caller {
+    session: Option<String>,
+    bearer: Option<String>,
+    address: Option<IpAddr>,
 }
 
-/// Whether the request carries a valid session cookie or bearer token.
-fn authorised(state: &AppState, jar: &CookieJar, headers: &HeaderMap) -> Result<bool, AppError> {
+impl<S: Send + Sync> FromRequestParts<S> for Caller {
+    type Rejection = std::convert::Infallible;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
+        let jar = CookieJar::from_request_parts(parts, state).await?;
+        Ok(Self {
+            session: jar.get(SESSION_COOKIE).map(|c| c.value().to_string()),
+            bearer: parts
+                .headers
+                .get(header::AUTHORIZATION)
+                .and_then(|v| v.to_str().ok())
+                .and_then(|v| v.strip_prefix("Bearer "))
+                .map(|t| t.trim().to_string()),
+            address: crate::web::serve::peer(&parts.extensions).map(|p| p.ip()),
+        })
+    }
+}
+
+/// Whether the request carries a valid session cookie or bearer token. A bearer token
+/// counts as a sign-in attempt for the guard, like the form.
+fn authorised(state: &AppState, caller: &Caller) -> Result<bool, AppError> {
     let expected = token(state)?;
-    let bearer = headers
-        .get(header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.strip_prefix("Bearer "))
-        .is_some_and(|given| tokens_match(expected, given.trim()));
-    let session = jar.get(SESSION_COOKIE).is_some_and(|c| {
+    let session = caller.session.as_ref().is_some_and(|id| {
         state
             .instructor_sessions
             .lock()
-            .map(|s| s.contains(c.value()))
+            .map(|s| s.contains(id))
             .unwrap_or(false)
     });
-    Ok(bearer || session)
+    if session {
+        return Ok(true);
+    }
+    let Some(given) = &caller.bearer else {
+        return Ok(false);
+    };
+    if let Err(wait) = state.login_guard.before_attempt(caller.address) {
+        let secs = wait.as_secs_f64().ceil().max(1.0) as u64;
+        return Err(AppError::TooMany {
+            retry_after_secs: secs,
+            message: format!("Too many wrong tokens were tried; try again in about {secs} s."),
+        });
+    }
+    let right = tokens_match(expected, given);
+    state.login_guard.after_attempt(caller.address, right);
+    Ok(right)
 }
 
-fn require(state: &AppState, jar: &CookieJar, headers: &HeaderMap) -> Result<(), AppError> {
-    if authorised(state, jar, headers)? {
+/// Whether this request comes from the signed-in instructor (false when the gradebook
+/// is switched off).
+pub fn is_instructor(state: &AppState, caller: &Caller) -> bool {
+    authorised(state, caller).unwrap_or(false)
+}
+
+fn require(state: &AppState, caller: &Caller) -> Result<(), AppError> {
+    if authorised(state, caller)? {
         Ok(())
     } else {
         Err(AppError::Unauthorized(
@@ -68,10 +133,10 @@ fn require(state: &AppState, jar: &CookieJar, headers: &HeaderMap) -> Result<(),
 /// `GET /instructor`: the gradebook, or the token form.
 pub async fn gradebook(
     State(state): State<AppState>,
-    jar: CookieJar,
-    headers: HeaderMap,
+    caller: Caller,
+    Query(paging): Query<Paging>,
 ) -> Result<Response, AppError> {
-    if !authorised(&state, &jar, &headers)? {
+    if !authorised(&state, &caller)? {
         return Ok(Html(
             InstructorLoginPage {
                 layout: &state.layout,
@@ -81,13 +146,14 @@ pub async fn gradebook(
         )
         .into_response());
     }
-    let (grades, missed, names) = state
+    let (grades, missed, names, key) = state
         .db
         .run(|conn| {
             Ok((
                 gradebook::grades(conn)?,
                 gradebook::most_missed(conn)?,
                 gradebook::display_names(conn)?,
+                gradebook::pseudonym_key(conn)?,
             ))
         })
         .await?;
@@ -99,17 +165,21 @@ pub async fn gradebook(
         .collect();
     let mut by_student: BTreeMap<(String, String), Vec<GradeCell>> = BTreeMap::new();
     for cell in grades {
-        let name = cell
-            .display_name
-            .clone()
-            .unwrap_or_else(|| format!("anonymous {}", &cell.student_id[..8]));
+        let name = cell.display_name.clone().unwrap_or_else(|| {
+            format!("anonymous {}", gradebook::pseudonym(&key, &cell.student_id))
+        });
         by_student
             .entry((name, cell.student_id.clone()))
             .or_default()
             .push(cell);
     }
+    let students = by_student.len();
+    let pages = students.div_ceil(ROWS_PER_PAGE).max(1);
+    let page = paging.page.unwrap_or(1).clamp(1, pages);
     let rows = by_student
         .into_iter()
+        .skip((page - 1) * ROWS_PER_PAGE)
+        .take(ROWS_PER_PAGE)
         .map(|((name, _), cells)| GradebookRow {
             name,
             cells: quizzes
@@ -126,7 +196,7 @@ pub async fn gradebook(
             name: names
                 .get(&id)
                 .cloned()
-                .unwrap_or_else(|| format!("anonymous {}", id.get(..8).unwrap_or(&id))),
+                .unwrap_or_else(|| format!("anonymous {}", gradebook::pseudonym(&key, &id))),
             playground_mib: state.engine.playgrounds.reserved_by(&id) as f64
                 / f64::from(1u32 << 20),
             usage,
@@ -136,6 +206,9 @@ pub async fn gradebook(
         layout: &state.layout,
         quizzes,
         rows,
+        students,
+        page,
+        pages,
         missed,
         queue: state.engine.stats(),
         device: format!("{} ({})", state.engine.card.name, state.engine.card.kind),
@@ -144,16 +217,33 @@ pub async fn gradebook(
     Ok(Html(page.render()?).into_response())
 }
 
-/// `POST /instructor/login` with `token`.
-pub async fn login(State(state): State<AppState>, body: Bytes) -> Result<Response, AppError> {
+/// `POST /instructor/login` with `token`. Wrong tokens make the sender (and, many of
+/// them, everyone) wait before the next try (`web::login_guard`).
+pub async fn login(
+    State(state): State<AppState>,
+    peer: Option<Extension<ConnectInfo<SocketAddr>>>,
+    body: Bytes,
+) -> Result<Response, AppError> {
     let expected = token(&state)?.to_string();
+    let address = peer.map(|Extension(ConnectInfo(p))| p.ip());
+    if let Err(wait) = state.login_guard.before_attempt(address) {
+        let secs = wait.as_secs_f64().ceil().max(1.0) as u64;
+        return Err(AppError::TooMany {
+            retry_after_secs: secs,
+            message: format!(
+                "Too many wrong tokens were tried; sign-in is paused for about {secs} s."
+            ),
+        });
+    }
     let given = crate::web::extract::form(&body)?
         .into_iter()
         .find(|(k, _)| k == "token")
         .map(|(_, v)| v)
         .unwrap_or_default();
-    if !tokens_match(&expected, &given) {
-        tracing::warn!("instructor sign-in with a wrong token");
+    let right = tokens_match(&expected, &given);
+    state.login_guard.after_attempt(address, right);
+    if !right {
+        tracing::warn!(?address, "instructor sign-in with a wrong token");
         let page = InstructorLoginPage {
             layout: &state.layout,
             error: Some("That token is not right.".into()),
@@ -234,21 +324,33 @@ fn neutralise_formula(cell: &str) -> String {
 /// `GET /instructor/grades.csv`: one row per student and attempted quiz.
 pub async fn grades_csv(
     State(state): State<AppState>,
-    jar: CookieJar,
-    headers: HeaderMap,
+    caller: Caller,
 ) -> Result<Response, AppError> {
-    require(&state, &jar, &headers)?;
-    let rows: Vec<GradeCell> = state.db.run(|conn| gradebook::grades(conn)).await?;
+    require(&state, &caller)?;
+    let (cells, key) = state
+        .db
+        .run(|conn| Ok((gradebook::grades(conn)?, gradebook::pseudonym_key(conn)?)))
+        .await?;
+    let rows: Vec<GradeExport> = cells
+        .into_iter()
+        .map(|cell| GradeExport {
+            student: gradebook::pseudonym(&key, &cell.student_id),
+            display_name: cell.display_name,
+            quiz_id: cell.quiz_id,
+            best_percent: cell.best_percent,
+            attempts: cell.attempts,
+            passed: cell.passed,
+        })
+        .collect();
     Ok(csv_response("gpulab-grades.csv", csv_bytes(&rows)?))
 }
 
 /// `GET /instructor/missed.csv`: questions by share of wrong answers.
 pub async fn missed_csv(
     State(state): State<AppState>,
-    jar: CookieJar,
-    headers: HeaderMap,
+    caller: Caller,
 ) -> Result<Response, AppError> {
-    require(&state, &jar, &headers)?;
+    require(&state, &caller)?;
     let rows: Vec<MissedQuestion> = state.db.run(|conn| gradebook::most_missed(conn)).await?;
     Ok(csv_response(
         "gpulab-missed-questions.csv",

@@ -4,7 +4,9 @@
 
 use axum::Json;
 use axum::body::Bytes;
-use axum::extract::{Extension, Path, State};
+use std::net::SocketAddr;
+
+use axum::extract::{ConnectInfo, Extension, Path, State};
 use serde::Deserialize;
 
 use crate::playground::pool::Source;
@@ -30,7 +32,7 @@ pub async fn view(
     Extension(student): Extension<StudentId>,
 ) -> Json<PlaygroundView> {
     let playgrounds = state.engine.playgrounds.clone();
-    Json(off_async(move || playgrounds.with(&student.0, |_, _| ()).1).await)
+    Json(off_async(move || playgrounds.view_of(&student.0)).await)
 }
 
 /// Runs `work` (driver and NVML calls, which can block) on the blocking pool, so the
@@ -70,6 +72,7 @@ fn valid_name(name: &str) -> bool {
 pub async fn allocate(
     State(state): State<AppState>,
     Extension(student): Extension<StudentId>,
+    peer: Option<Extension<ConnectInfo<SocketAddr>>>,
     body: Bytes,
 ) -> Result<Json<PlaygroundView>, ApiError> {
     let request: AllocRequest =
@@ -90,7 +93,8 @@ pub async fn allocate(
     let bytes = (request.mib * (1 << 20) as f64).ceil() as u64;
     let playgrounds = state.engine.playgrounds.clone();
     let (outcome, view) = tokio::task::spawn_blocking(move || {
-        playgrounds.with(&student.0, |pool, room| {
+        let address = peer.map(|Extension(ConnectInfo(p))| p.ip());
+        playgrounds.with(&student.0, address, |pool, room| {
             pool.allocate(&request.name, bytes, room)
         })
     })
@@ -115,7 +119,7 @@ pub async fn free(
 ) -> Result<Json<PlaygroundView>, ApiError> {
     let playgrounds = state.engine.playgrounds.clone();
     let (outcome, view) =
-        off_async(move || playgrounds.with(&student.0, |pool, _| pool.free(&name))).await;
+        off_async(move || playgrounds.with(&student.0, None, |pool, _| pool.free(&name))).await;
     outcome.map_err(|e| AppError::Invalid(e.to_string()))?;
     Ok(Json(view))
 }
@@ -128,7 +132,14 @@ pub async fn empty_cache(
     Extension(student): Extension<StudentId>,
 ) -> Json<PlaygroundView> {
     let playgrounds = state.engine.playgrounds.clone();
-    Json(off_async(move || playgrounds.with(&student.0, |pool, _| pool.empty_cache()).1).await)
+    Json(
+        off_async(move || {
+            playgrounds
+                .with(&student.0, None, |pool, _| pool.empty_cache())
+                .1
+        })
+        .await,
+    )
 }
 
 /// Drop every tensor and cached block.

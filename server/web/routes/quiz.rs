@@ -40,6 +40,16 @@ async fn grade_and_store(
     quiz: &Quiz,
     answers: Vec<crate::course::quiz::Answer>,
 ) -> Result<Graded, AppError> {
+    if let Err(wait) = state.attempt_limiter.check(&student.0) {
+        let secs = wait.as_secs_f64().ceil().max(1.0) as u64;
+        return Err(AppError::TooMany {
+            retry_after_secs: secs,
+            message: format!(
+                "You have submitted {} quiz attempts in the last minute, the most one student may. Read the explanations, then try again in about {secs} s.",
+                state.config.limits.attempts_per_minute
+            ),
+        });
+    }
     let graded = quiz.grade(&answers);
     let (student, quiz_id, stored) = (student.0.clone(), quiz.id.clone(), graded.clone());
     state

@@ -1,0 +1,154 @@
+//! Guessing the instructor token is made slow: after a few wrong tokens from one network
+//! address, that address must wait before the next try, twice as long after each further
+//! failure (up to a quarter of an hour); across all addresses together a larger budget
+//! applies the same way, so guessing from many machines is slow too. A right token clears
+//! its address's count. The server also refuses to start with a token shorter than
+//! [`MIN_TOKEN_LEN`] characters, and compares SHA-256 digests of the tokens in constant
+//! time, so neither a token's content nor its length shows in the timing.
+
+use std::collections::HashMap;
+use std::net::IpAddr;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use sha2::{Digest, Sha256};
+use subtle::ConstantTimeEq;
+
+/// The shortest instructor token the server accepts.
+pub const MIN_TOKEN_LEN: usize = 32;
+/// Wrong tokens one address may send before it has to wait.
+pub const FREE_FAILURES: u32 = 5;
+/// Wrong tokens all addresses together may send before everyone has to wait.
+pub const FREE_FAILURES_TOTAL: u32 = 50;
+/// The longest wait.
+pub const MAX_WAIT: Duration = Duration::from_secs(15 * 60);
+
+/// Why a token cannot be used, in words for the instructor starting the server.
+pub fn check_token(token: &str) -> Result<(), String> {
+    if token.chars().count() >= MIN_TOKEN_LEN {
+        Ok(())
+    } else {
+        Err(format!(
+            "the instructor token is {} characters long; use at least {MIN_TOKEN_LEN} random ones, e.g. GPULAB_INSTRUCTOR_TOKEN=$(openssl rand -hex 32) (or python3 -c 'import secrets; print(secrets.token_hex(32))')",
+            token.chars().count()
+        ))
+    }
+}
+
+/// Whether `given` is `expected`, in time independent of both.
+pub fn tokens_match(expected: &str, given: &str) -> bool {
+    Sha256::digest(expected.as_bytes())
+        .ct_eq(&Sha256::digest(given.as_bytes()))
+        .into()
+}
+
+#[derive(Default, Clone, Copy)]
+struct Failures {
+    count: u32,
+    until: Option<Instant>,
+    last: Option<Instant>,
+}
+
+impl Failures {
+    fn wait(&self) -> Option<Duration> {
+        self.until
+            .and_then(|until| until.checked_duration_since(Instant::now()))
+            .filter(|d| !d.is_zero())
+    }
+
+    fn fail(&mut self, free: u32) {
+        self.count += 1;
+        self.last = Some(Instant::now());
+        if self.count >= free {
+            let doublings = (self.count - free).min(20);
+            let wait = Duration::from_secs(1u64 << doublings).min(MAX_WAIT);
+            self.until = Some(Instant::now() + wait);
+        }
+    }
+}
+
+/// Failed sign-ins, per address and in total.
+#[derive(Default)]
+pub struct LoginGuard {
+    state: Mutex<(HashMap<IpAddr, Failures>, Failures)>,
+}
+
+impl LoginGuard {
+    /// `Err(wait)` when `address` (or everyone) must wait before trying again.
+    pub fn before_attempt(&self, address: Option<IpAddr>) -> Result<(), Duration> {
+        let state = self
+            .state
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mine = address
+            .and_then(|a| state.0.get(&a))
+            .and_then(Failures::wait);
+        match mine.into_iter().chain(state.1.wait()).max() {
+            Some(wait) => Err(wait),
+            None => Ok(()),
+        }
+    }
+
+    /// Records the outcome of an attempt from `address`.
+    pub fn after_attempt(&self, address: Option<IpAddr>, succeeded: bool) {
+        let mut state = self
+            .state
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let (by_address, total) = &mut *state;
+        if succeeded {
+            if let Some(address) = address {
+                by_address.remove(&address);
+            }
+            return;
+        }
+        total.fail(FREE_FAILURES_TOTAL);
+        if let Some(address) = address {
+            by_address.entry(address).or_default().fail(FREE_FAILURES);
+        }
+        if by_address.len() > 10_000 {
+            by_address.retain(|_, f| {
+                f.wait().is_some() || f.last.is_some_and(|at| at.elapsed() < MAX_WAIT)
+            });
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn short_tokens_are_refused_with_a_recipe() {
+        let error = check_token("hunter2").unwrap_err();
+        assert!(error.contains("7 characters") && error.contains("openssl rand -hex 32"));
+        assert!(check_token(&"x".repeat(32)).is_ok());
+        assert!(tokens_match("a-token", "a-token"));
+        assert!(!tokens_match("a-token", "a-token-longer"));
+    }
+
+    #[test]
+    fn repeated_failures_from_one_address_make_it_wait_longer() {
+        let guard = LoginGuard::default();
+        let (here, there): (IpAddr, IpAddr) =
+            ("192.0.2.1".parse().unwrap(), "192.0.2.2".parse().unwrap());
+        for _ in 0..FREE_FAILURES - 1 {
+            assert!(guard.before_attempt(Some(here)).is_ok());
+            guard.after_attempt(Some(here), false);
+        }
+        guard.after_attempt(Some(here), false);
+        let first = guard.before_attempt(Some(here)).unwrap_err();
+        guard.after_attempt(Some(here), false);
+        let second = guard.before_attempt(Some(here)).unwrap_err();
+        assert!(second > first, "{first:?} then {second:?}");
+        assert!(
+            guard.before_attempt(Some(there)).is_ok(),
+            "another address is not affected"
+        );
+        guard.after_attempt(Some(here), true);
+        assert!(
+            guard.before_attempt(Some(here)).is_ok(),
+            "a right token clears the count"
+        );
+    }
+}
