@@ -107,3 +107,12 @@ test('warnings and errors in the paste pick their branch', () => {
   assert.equal(walk(readOutput(noKernel).answers).diagnosis, 'arch-unsupported');
   assert.equal(readOutput("ModuleNotFoundError: No module named 'torch'").answers.torchCuda, 'no-module');
 });
+
+test('the old-driver diagnosis teaches minor version compatibility, not "the build must not be newer"', () => {
+  const { why, next } = DIAGNOSES['driver-too-old'];
+  // Lesson 3 and its quiz: a CUDA 12.x build runs on any driver from 525 on, 13.x needs 580.
+  assert.match(why, /525/);
+  assert.match(why, /580/);
+  assert.match(next, /525/);
+  assert.doesNotMatch(why, /must not be newer/);
+});

@@ -109,8 +109,8 @@ export const DIAGNOSES = {
   'driver-too-old': {
     layer: 'Driver: older than your PyTorch build needs',
     healthy: false,
-    why: 'PyTorch was built against a newer CUDA than this driver supports. The “CUDA Version” in the corner of nvidia-smi is the newest CUDA the driver can run; torch.version.cuda must not be newer.',
-    next: 'Update the NVIDIA driver, or install a PyTorch build for an older CUDA from the official selector.',
+    why: 'The driver belongs to an older CUDA family than the one your PyTorch was built for. Within a family a small gap is fine: thanks to minor version compatibility, a build for any CUDA 12.x runs on every driver from version 525 on, even one whose nvidia-smi corner shows an older 12.x. A CUDA 12.x build on a driver below 525, or a CUDA 13.x build on one below 580, is what produces this warning.',
+    next: 'Update the NVIDIA driver (525 or newer for a CUDA 12.x build, 580 or newer for 13.x), or install a PyTorch build for an older CUDA from the official selector.',
   },
   'hidden-gpus': {
     layer: 'Process: the GPUs are hidden from it',
