@@ -48,6 +48,8 @@ pub struct TransferPoint {
     pub memory: &'static str,
     /// Bytes per copy.
     pub bytes: u64,
+    /// Back-to-back copies timed together as one sample (reference tools repeat this).
+    pub copies: usize,
     /// Bandwidth in GB/s (1e9 bytes per second) over the samples.
     pub gbps: Summary,
 }
@@ -137,6 +139,7 @@ impl Experiment for Transfer {
                 direction: "h2h",
                 memory: "pageable",
                 bytes,
+                copies,
                 gbps: ms.per_second(gigabytes(bytes, copies)),
             });
         }
@@ -188,6 +191,7 @@ impl Experiment for Transfer {
                     direction,
                     memory,
                     bytes,
+                    copies,
                     gbps: ms.per_second(gigabytes(bytes, copies)),
                 });
             }

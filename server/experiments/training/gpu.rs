@@ -310,6 +310,7 @@ pub fn run(
     )?;
     Ok(TrainResult {
         params: params.clone(),
+        setup: super::TrainSetup::of(params),
         loss_curve: curve,
         step_ms,
         samples_per_sec: params.batch as f64 / (step_ms.median / 1e3),

@@ -99,6 +99,42 @@ impl Optim {
     }
 }
 
+/// The fixed parts of a run — shape, data set size, optimiser constants — reported with
+/// its result so a reference tool (tests/gpu/reference.py) rebuilds the same training
+/// step from the result alone.
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+pub struct TrainSetup {
+    /// Input features per ticket.
+    pub features: usize,
+    /// Output classes.
+    pub classes: usize,
+    /// Tickets in the synthetic data set; batch `s` is tickets `s·batch …`, wrapping.
+    pub dataset: usize,
+    /// Learning rate of the chosen optimiser.
+    pub lr: f32,
+    /// Adam's β1 (unused by SGD).
+    pub adam_beta1: f32,
+    /// Adam's β2 (unused by SGD).
+    pub adam_beta2: f32,
+    /// Adam's ε (unused by SGD).
+    pub adam_eps: f32,
+}
+
+impl TrainSetup {
+    /// The setup a run with `params` uses.
+    pub fn of(params: &TrainParams) -> Self {
+        Self {
+            features: FEATURES,
+            classes: CLASSES,
+            dataset: DATASET,
+            lr: params.lr(),
+            adam_beta1: ops::ADAM_BETA1,
+            adam_beta2: ops::ADAM_BETA2,
+            adam_eps: ops::ADAM_EPS,
+        }
+    }
+}
+
 impl TrainParams {
     /// Learning rate for the chosen optimiser.
     pub fn lr(&self) -> f32 {
@@ -123,6 +159,8 @@ pub struct LossPoint {
 pub struct TrainResult {
     /// The parameters used.
     pub params: TrainParams,
+    /// The model's shape and the optimiser's constants.
+    pub setup: TrainSetup,
     /// Loss every `log_every` steps (and at the last step).
     pub loss_curve: Vec<LossPoint>,
     /// Milliseconds per step.

@@ -236,6 +236,7 @@ pub fn run_cpu(
     let read_every_n_ms = timed(params.log_every.min(probe).max(1));
     Ok(TrainResult {
         params: params.clone(),
+        setup: super::TrainSetup::of(params),
         loss_curve: curve,
         samples_per_sec: params.batch as f64 / (step_ms.median / 1e3),
         step_ms,
