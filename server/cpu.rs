@@ -1,13 +1,45 @@
 //! The CPU reference: the math every GPU path is checked against, and the CPU backend's
-//! building blocks. Matrix products go through `ndarray` (multithreaded
-//! `matrixmultiply` SGEMM/DGEMM underneath), so this module needs no `unsafe`; the rest
+//! building blocks. Matrix products go through `faer` (pure Rust, safe API; its x86
+//! kernels pick AVX-512 or AVX2 at run time), so this module needs no `unsafe`; the rest
 //! is a calibrated busy loop and repeatable pseudo-random data.
+//!
+//! Why faer and not `ndarray`'s `matrixmultiply`: matrixmultiply has no AVX-512 kernels
+//! and always splits a product across every core, which at n = 256 on a 2-core machine
+//! cost it 2–4× against numpy/OpenBLAS (tests/gpu/README.md has the measured figures).
+//! Small products run on the calling thread: handing them to a thread pool costs more
+//! than it saves ([`PARALLEL_FROM_FLOP`]).
 //!
 //! Matrices are row-major slices. [`Mat`] is a view of one, optionally read transposed,
 //! which is how the training run's backward pass uses its weights and activations.
 
-use ndarray::linalg::general_mat_mul;
-use ndarray::{ArrayView2, ArrayViewMut2, LinalgScalar};
+use faer::linalg::matmul::matmul;
+use std::sync::LazyLock;
+
+use faer::{Accum, MatMut, MatRef, Par};
+
+/// Products of fewer floating-point operations (2·m·n·k) than this run on one thread.
+/// On the 2-core machine in tests/gpu/README.md a 32 × 32 × 128 product takes 1.4 µs
+/// on one thread and 15 µs through the pool, and the pool starts to pay off between
+/// n = 192 and n = 256 (about 14–34 MFLOP) when the other core is idle.
+pub const PARALLEL_FROM_FLOP: f64 = 16e6;
+
+/// The element types [`gemm`] multiplies: single and double precision.
+pub trait Scalar: faer::traits::ComplexField + Copy + PartialEq + std::ops::MulAssign {
+    /// Additive identity.
+    const ZERO: Self;
+    /// Multiplicative identity.
+    const ONE: Self;
+}
+
+impl Scalar for f32 {
+    const ZERO: Self = 0.0;
+    const ONE: Self = 1.0;
+}
+
+impl Scalar for f64 {
+    const ZERO: Self = 0.0;
+    const ONE: Self = 1.0;
+}
 
 /// A row-major matrix view for [`gemm`]: `rows × cols` as stored, optionally transposed.
 #[derive(Clone, Copy, Debug)]
@@ -47,15 +79,25 @@ impl<'a, T> Mat<'a, T> {
         }
     }
 
-    fn view(&self) -> ArrayView2<'a, T> {
+    fn view(&self) -> MatRef<'a, T> {
         let stored =
-            ArrayView2::from_shape((self.rows, self.cols), &self.data[..self.rows * self.cols])
-                .expect("a slice of rows × cols elements has that shape");
-        if self.t {
-            stored.reversed_axes()
-        } else {
-            stored
-        }
+            MatRef::from_row_major_slice(&self.data[..self.rows * self.cols], self.rows, self.cols);
+        if self.t { stored.transpose() } else { stored }
+    }
+}
+
+/// How to run an m × k by k × n product: on this thread when it is small, else on
+/// every core (the pool is sized to the machine once, on first use).
+pub fn parallelism(m: usize, n: usize, k: usize) -> Par {
+    // Asked once: on Linux the answer reads cgroup files, which costs more (about 30 µs)
+    // than a small product.
+    static CORES: LazyLock<usize> =
+        LazyLock::new(|| std::thread::available_parallelism().map_or(1, usize::from));
+    let flop = 2.0 * m as f64 * n as f64 * k as f64;
+    if *CORES > 1 && flop >= PARALLEL_FROM_FLOP {
+        Par::rayon(*CORES)
+    } else {
+        Par::Seq
     }
 }
 
@@ -64,12 +106,49 @@ impl<'a, T> Mat<'a, T> {
 /// # Panics
 /// When the inner dimensions differ or a buffer is smaller than its shape: both are
 /// bugs in the caller, never the student's input.
-pub fn gemm<T: LinalgScalar>(a: Mat<'_, T>, b: Mat<'_, T>, beta: T, c: &mut [T]) {
+pub fn gemm<T: Scalar>(a: Mat<'_, T>, b: Mat<'_, T>, beta: T, c: &mut [T]) {
     let ((m, k), (k2, n)) = (a.shape(), b.shape());
     assert_eq!(k, k2, "inner dimensions differ");
-    let mut out =
-        ArrayViewMut2::from_shape((m, n), &mut c[..m * n]).expect("c holds rows × cols elements");
-    general_mat_mul(T::one(), &a.view(), &b.view(), beta, &mut out);
+    let c = &mut c[..m * n];
+    let accumulate = if beta == T::ZERO {
+        Accum::Replace
+    } else {
+        if beta != T::ONE {
+            c.iter_mut().for_each(|x| *x *= beta);
+        }
+        Accum::Add
+    };
+    let out = MatMut::from_row_major_slice_mut(c, m, n);
+    matmul(
+        out,
+        accumulate,
+        a.view(),
+        b.view(),
+        T::ONE,
+        parallelism(m, n, k),
+    );
+    pulp::Arch::new().dispatch(CleanUpperVectorState);
+}
+
+/// faer's x86 kernels (`private-gemm-x86`, generated assembly) return without
+/// `vzeroupper`, leaving the upper halves of the vector registers dirty. Until something
+/// clears them, every legacy-SSE instruction on this thread — all scalar float code the
+/// compiler emits for plain x86-64, in any module — pays for merging them: on the
+/// machine in tests/gpu/README.md an Adam update of 4,096 parameters went from 2.0 to
+/// 12.5 µs and the CPU training step from 0.03 to 0.10 ms. A function compiled for AVX
+/// ends with `vzeroupper`, and pulp's `dispatch` runs this one under the best vector
+/// features this CPU has (safely: pulp checks them at run time first).
+struct CleanUpperVectorState;
+
+impl pulp::WithSimd for CleanUpperVectorState {
+    type Output = ();
+
+    #[inline(always)]
+    fn with_simd<S: pulp::Simd>(self, simd: S) {
+        // One vector op so the function uses the wide registers and gets its vzeroupper.
+        let one = simd.splat_f32s(std::hint::black_box(1.0));
+        std::hint::black_box(simd.add_f32s(one, one));
+    }
 }
 
 /// `c = a · b` for square row-major `n × n` matrices in single precision.
@@ -156,6 +235,67 @@ mod tests {
         assert_eq!(d, [1.0, 4.0, 1.0, 2.0, 5.0, 2.0, 3.0, 6.0, 3.0]);
         gemm(Mat::new(&a, 2, 3), Mat::new(&b, 2, 3).t(), 1.0, &mut c);
         assert_eq!(c, [8.0, 4.0, 20.0, 10.0], "beta = 1 accumulates");
+        gemm(Mat::new(&a, 2, 3), Mat::new(&b, 2, 3).t(), 0.5, &mut c);
+        assert_eq!(c, [8.0, 4.0, 20.0, 10.0], "beta = 0.5 halves, then adds");
+        let mut nan = [f32::NAN; 4];
+        gemm(Mat::new(&a, 2, 3), Mat::new(&b, 2, 3).t(), 0.0, &mut nan);
+        assert_eq!(nan, [4.0, 2.0, 10.0, 5.0], "beta = 0 ignores what c held");
+    }
+
+    /// `a · b` in double precision from single-precision views, for comparisons.
+    fn reference(a: Mat<'_, f32>, b: Mat<'_, f32>) -> Vec<f64> {
+        let (wide_a, wide_b) = (to_f64(a.data), to_f64(b.data));
+        let (m, n) = (a.shape().0, b.shape().1);
+        let mut c = vec![0.0; m * n];
+        let widen = |v: Mat<'_, f32>, data| Mat {
+            data,
+            rows: v.rows,
+            cols: v.cols,
+            t: v.t,
+        };
+        gemm(widen(a, &wide_a), widen(b, &wide_b), 0.0, &mut c);
+        c
+    }
+
+    #[test]
+    fn large_and_odd_products_agree_with_double_precision_on_the_pool_and_off_it() {
+        assert!(
+            matches!(parallelism(32, 128, 32), Par::Seq),
+            "small: one thread"
+        );
+        let cores = std::thread::available_parallelism().map_or(1, usize::from);
+        assert_eq!(
+            matches!(parallelism(256, 256, 256), Par::Rayon(_)),
+            cores > 1,
+            "n = 256 uses every core when there are several"
+        );
+        // Square above the threshold, and a ragged transposed product on each side of it.
+        for (m, k, n, ta, tb) in [
+            (256, 256, 256, false, false),
+            (257, 131, 190, true, false),
+            (67, 33, 5, false, true),
+        ] {
+            let a_data = random_matrix(m * k, 7);
+            let b_data = random_matrix(k * n, 8);
+            let a = if ta {
+                Mat::new(&a_data, k, m).t()
+            } else {
+                Mat::new(&a_data, m, k)
+            };
+            let b = if tb {
+                Mat::new(&b_data, n, k).t()
+            } else {
+                Mat::new(&b_data, k, n)
+            };
+            let mut c = vec![f32::NAN; m * n];
+            gemm(a, b, 0.0, &mut c);
+            let worst = c
+                .iter()
+                .zip(reference(a, b))
+                .map(|(x, r)| (f64::from(*x) - r).abs())
+                .fold(0.0, f64::max);
+            assert!(worst < 1e-4, "{m}×{k}×{n}: largest difference {worst:e}");
+        }
     }
 
     #[test]

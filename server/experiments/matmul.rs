@@ -236,8 +236,10 @@ impl Experiment for Matmul {
 
     fn method(_: &MatmulParams) -> String {
         format!(
-            "square FP32 products; CPU: multithreaded SGEMM (ndarray/matrixmultiply), host clock; GPU: cuBLAS gemm_ex (FP32) timed with CUDA events, with and without copying both inputs from pageable host memory first; {} warm-up, median of {} repetitions",
-            REPS.warmups, REPS.timed
+            "square FP32 products; CPU: SGEMM (faer; one thread below {} MFLOP, every core above), host clock; GPU: cuBLAS gemm_ex (FP32) timed with CUDA events, with and without copying both inputs from pageable host memory first; {} warm-up, median of {} repetitions",
+            cpu::PARALLEL_FROM_FLOP / 1e6,
+            REPS.warmups,
+            REPS.timed
         )
     }
 
