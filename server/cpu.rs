@@ -6,8 +6,8 @@
 //! Why faer and not `ndarray`'s `matrixmultiply`: matrixmultiply has no AVX-512 kernels
 //! and always splits a product across every core, which at n = 256 on a 2-core machine
 //! cost it 2–4× against numpy/OpenBLAS (tests/gpu/README.md has the measured figures).
-//! Small products run on the calling thread: handing them to a thread pool costs more
-//! than it saves ([`PARALLEL_FROM_FLOP`]).
+//! Products up to n ≈ 290 run on the calling thread: handing them to a thread pool
+//! costs more than it saves ([`PARALLEL_FROM_FLOP`]).
 //!
 //! Matrices are row-major slices. [`Mat`] is a view of one, optionally read transposed,
 //! which is how the training run's backward pass uses its weights and activations.
@@ -17,11 +17,13 @@ use std::sync::LazyLock;
 
 use faer::{Accum, MatMut, MatRef, Par};
 
-/// Products of fewer floating-point operations (2·m·n·k) than this run on one thread.
-/// On the 2-core machine in tests/gpu/README.md a 32 × 32 × 128 product takes 1.4 µs
-/// on one thread and 15 µs through the pool, and the pool starts to pay off between
-/// n = 192 and n = 256 (about 14–34 MFLOP) when the other core is idle.
-pub const PARALLEL_FROM_FLOP: f64 = 16e6;
+/// Products of fewer floating-point operations (2·m·n·k) than this run on the calling
+/// thread. Measured with faer on the 2-core VM of tests/gpu/README.md, one thread
+/// against two: handing work to the pool costs about 15 µs (a 32 × 32 × 128 product
+/// took 1.4 µs on one thread, 15 µs on two); at n = 256 (34 MFLOP) two threads were up
+/// to 1.5× faster when the other core was idle but up to 1.4× slower when a neighbour
+/// kept it busy; from n = 320 (66 MFLOP) they win whenever the second core is free.
+pub const PARALLEL_FROM_FLOP: f64 = 48e6;
 
 /// The element types [`gemm`] multiplies: single and double precision.
 pub trait Scalar: faer::traits::ComplexField + Copy + PartialEq + std::ops::MulAssign {
@@ -263,16 +265,20 @@ mod tests {
             matches!(parallelism(32, 128, 32), Par::Seq),
             "small: one thread"
         );
+        assert!(
+            matches!(parallelism(256, 256, 256), Par::Seq),
+            "n = 256: one thread"
+        );
         let cores = std::thread::available_parallelism().map_or(1, usize::from);
         assert_eq!(
-            matches!(parallelism(256, 256, 256), Par::Rayon(_)),
+            matches!(parallelism(320, 320, 320), Par::Rayon(_)),
             cores > 1,
-            "n = 256 uses every core when there are several"
+            "n = 320 uses every core when there are several"
         );
         // Square above the threshold, and a ragged transposed product on each side of it.
         for (m, k, n, ta, tb) in [
-            (256, 256, 256, false, false),
-            (257, 131, 190, true, false),
+            (320, 320, 320, false, false),
+            (257, 331, 290, true, false),
             (67, 33, 5, false, true),
         ] {
             let a_data = random_matrix(m * k, 7);
