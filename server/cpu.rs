@@ -4,24 +4,24 @@
 //! is a calibrated busy loop and repeatable pseudo-random data.
 //!
 //! Why faer and not `ndarray`'s `matrixmultiply`: matrixmultiply has no AVX-512 kernels
-//! and always splits a product across every core, which at n = 256 on a 2-core machine
-//! cost it 2–4× against numpy/OpenBLAS (tests/gpu/README.md has the measured figures).
+//! and splits every product across every core; on the project's 2-core VM it was 2.3–4×
+//! slower than numpy/OpenBLAS from n = 256 to 2048, faer 0.8–1.0× (tests/gpu/README.md).
 //! Products up to n ≈ 290 run on the calling thread: handing them to a thread pool
 //! costs more than it saves ([`PARALLEL_FROM_FLOP`]).
 //!
 //! Matrices are row-major slices. [`Mat`] is a view of one, optionally read transposed,
 //! which is how the training run's backward pass uses its weights and activations.
 
-use faer::linalg::matmul::matmul;
 use std::sync::LazyLock;
 
+use faer::linalg::matmul::matmul;
 use faer::{Accum, MatMut, MatRef, Par};
 
 /// Products of fewer floating-point operations (2·m·n·k) than this run on the calling
 /// thread. Measured with faer on the 2-core VM of tests/gpu/README.md, one thread
 /// against two: handing work to the pool costs about 15 µs (a 32 × 32 × 128 product
 /// took 1.4 µs on one thread, 15 µs on two); at n = 256 (34 MFLOP) two threads were up
-/// to 1.5× faster when the other core was idle but up to 1.4× slower when a neighbour
+/// to 1.3× faster when the other core was idle but up to 1.4× slower when a neighbour
 /// kept it busy; from n = 320 (66 MFLOP) they win whenever the second core is free.
 pub const PARALLEL_FROM_FLOP: f64 = 48e6;
 
