@@ -2,7 +2,8 @@
 # The whole test suite, from a fresh clone: set-up, formatting, lints, then every test:
 # Rust tests, the JavaScript unit tests (tests/js), the end-to-end tests in headless
 # Chromium (tests/e2e, screenshots in target/e2e-artifacts/screenshots/), the API fuzz,
-# crash and load tests (tests/fuzz, tests/crash, tests/load) and the Dockerfile lint.
+# crash and load tests (tests/fuzz, tests/crash, tests/load), the Dockerfile lint, and the
+# GPU chain (tests/gpu) checked end to end on the CPU.
 # This is the test command named in README.md; CI runs it through .ci/run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -59,3 +60,9 @@ echo "== gpulab selftest (every experiment against its reference; GPU checks whe
 cargo run --locked --quiet -- selftest
 echo "== gpulab check"
 cargo run --locked --quiet -- check --content content
+# The GPU chain end to end on this machine's CPU, at small sizes: pack the debug build
+# built above, run every step of device-run.sh with --cpu, compare with PyTorch on the
+# CPU (tests/gpu/README.md). On a GPU machine: tests/gpu/pack.sh, then device-run.sh.
+echo "== GPU chain on the CPU (tests/gpu: pack.sh --debug, device-run.sh --cpu --quick)"
+bash tests/gpu/pack.sh --debug
+PYTHON=target/reference-venv/bin/python bash target/gpu-pack-debug/device-run.sh --cpu --quick target/gpu-chain-out

@@ -74,3 +74,17 @@ if [[ ! -d $E2E_DIR/node_modules || $E2E_DIR/package-lock.json -nt $E2E_DIR/node
   echo "setup: npm ci in $E2E_DIR"
   (cd "$E2E_DIR" && npm ci --no-audit --no-fund)
 fi
+
+# The GPU chain's reference side (tests/gpu/reference.py, run on the CPU by tests/run.sh):
+# PyTorch and numpy, every package pinned in tests/gpu/requirements.txt, in their own
+# venv under target/ (not system-wide; about 5 GiB, as PyPI's torch brings its CUDA
+# libraries). Installed again only when that file changes.
+REFERENCE_VENV=target/reference-venv
+if ! cmp -s tests/gpu/requirements.txt "$REFERENCE_VENV/.installed-requirements.txt"; then
+  command -v python3 >/dev/null || { echo "setup: python3 is required for the GPU chain's reference venv" >&2; exit 1; }
+  echo "setup: installing tests/gpu/requirements.txt (PyTorch, numpy) into $REFERENCE_VENV"
+  rm -rf "$REFERENCE_VENV"
+  python3 -m venv "$REFERENCE_VENV"
+  "$REFERENCE_VENV/bin/pip" install -q --disable-pip-version-check --no-deps -r tests/gpu/requirements.txt
+  cp tests/gpu/requirements.txt "$REFERENCE_VENV/.installed-requirements.txt"
+fi
