@@ -17,8 +17,8 @@
 # whole chain this way): the GPU tests still run, unforced, and print SKIPPED, and our CPU
 # backend is compared with PyTorch on the CPU. --quick runs each compared experiment at
 # small sizes instead of `bench all` at the defaults. PYTHON names the Python that has
-# torch (default python3). NVIDIA libraries that pip wheels put in that Python's
-# site-packages (nvidia/*/lib, and the CUDA headers NVRTC needs) are added to
+# torch (default python3). Without --cpu, NVIDIA libraries that pip wheels put in that
+# Python's site-packages (nvidia/*/lib, and the CUDA headers NVRTC needs) are added to
 # LD_LIBRARY_PATH and GPULAB_CUDA_INCLUDE.
 set -uo pipefail
 HERE="$(cd "$(dirname "$0")" && pwd)"
@@ -46,8 +46,11 @@ for file in gpulab gpulab-tests reference.py; do
   [[ -e "$HERE/$file" ]] || { echo "device-run.sh: $HERE/$file is missing: run tests/gpu/pack.sh" >&2; exit 2; }
 done
 
-# CUDA libraries from pip wheels (PyTorch's own, or nvidia-*-cu12), when there are any.
-wheel_paths="$("$PYTHON" - <<'EOF' 2>/dev/null
+# CUDA libraries from pip wheels (PyTorch's own, or nvidia-*), when there are any: our
+# loader finds NVRTC and cuBLAS 12 or 13 on the loader path. Not with --cpu, where no
+# GPU library is wanted and a set unlike the one already configured could only confuse.
+if ((!CPU_ONLY)); then
+  wheel_paths="$("$PYTHON" - <<'EOF' 2>/dev/null
 import pathlib, site, sys
 roots = [pathlib.Path(p) for p in sys.path + site.getsitepackages() if p.endswith("-packages")]
 libs, includes = set(), set()
@@ -59,11 +62,12 @@ for root in roots:
 print(":".join(sorted(libs)))
 print(":".join(sorted(includes)))
 EOF
-)"
-wheel_libs="$(sed -n 1p <<<"$wheel_paths")"
-wheel_includes="$(sed -n 2p <<<"$wheel_paths")"
-[[ -n $wheel_libs ]] && export LD_LIBRARY_PATH="${LD_LIBRARY_PATH:+$LD_LIBRARY_PATH:}$wheel_libs"
-[[ -n $wheel_includes ]] && export GPULAB_CUDA_INCLUDE="${GPULAB_CUDA_INCLUDE:+$GPULAB_CUDA_INCLUDE:}$wheel_includes"
+  )"
+  wheel_libs="$(sed -n 1p <<<"$wheel_paths")"
+  wheel_includes="$(sed -n 2p <<<"$wheel_paths")"
+  [[ -n $wheel_libs ]] && export LD_LIBRARY_PATH="${LD_LIBRARY_PATH:+$LD_LIBRARY_PATH:}$wheel_libs"
+  [[ -n $wheel_includes ]] && export GPULAB_CUDA_INCLUDE="${GPULAB_CUDA_INCLUDE:+$GPULAB_CUDA_INCLUDE:}$wheel_includes"
+fi
 
 declare -a SUMMARY=()
 FAILED=0

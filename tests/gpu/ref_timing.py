@@ -2,9 +2,8 @@
 
 Our experiments run each measurement through one loop: untimed warm-ups, then timed
 repetitions, each between a clock's start and stop, summarised as median, min and max.
-The same loop is here with the same three clocks: the host clock (CPU work), CUDA
-events on the current stream (GPU work, like our EventClock), and the host clock read
-after the stream drains (like our SyncedHostClock, used for pageable copies).
+The same loop is here with the same clocks: the host clock for CPU work, and CUDA
+events on the current stream for GPU work (like our EventClock).
 """
 
 import statistics
@@ -35,21 +34,6 @@ class HostClock:
         return (time.perf_counter() - self._t) * 1e3
 
 
-class SyncedHostClock(HostClock):
-    """The host clock, stopped only after the GPU has finished everything queued."""
-
-    def __init__(self, torch):
-        self._sync = torch.cuda.synchronize
-
-    def start(self):
-        self._sync()
-        super().start()
-
-    def stop(self):
-        self._sync()
-        return super().stop()
-
-
 class EventClock:
     """Milliseconds between two CUDA events recorded on the current stream."""
 
@@ -78,12 +62,10 @@ def repeat(clock, timed, work, warmups=WARMUPS):
     return summary(samples)
 
 
-def clock_for(torch, device, kind="events"):
-    """The clock our experiments use on `device`: events or a synced host clock on a
-    GPU, the plain host clock on the CPU."""
-    if device == "cpu":
-        return HostClock()
-    return EventClock(torch) if kind == "events" else SyncedHostClock(torch)
+def clock_for(torch, device):
+    """The clock our experiments use on `device`: CUDA events on a GPU, the host clock
+    on the CPU."""
+    return HostClock() if device == "cpu" else EventClock(torch)
 
 
 _measured = {}

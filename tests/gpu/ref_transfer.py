@@ -3,9 +3,8 @@
 For every point of our sweep — direction, memory kind, bytes, and the number of
 back-to-back copies timed as one sample, all read from our JSON — the same copies
 with `Tensor.copy_`: pinned memory from `pin_memory=True` (page-locked, like our
-cuMemHostAlloc buffer) copied with `non_blocking=True` and timed with CUDA events;
-pageable memory copied with a plain `copy_` and timed with the host clock after the
-stream drains, exactly as ours. GB = 1e9 bytes. On the CPU our backend measures
+cuMemHostAlloc buffer) copied with `non_blocking=True`, pageable memory with a plain
+`copy_`; both timed with CUDA events on the current stream, as ours. GB = 1e9 bytes. On the CPU our backend measures
 host-to-host memcpy, compared here with a CPU tensor `copy_`; host-device rows are n/a.
 """
 
@@ -62,9 +61,8 @@ def measure(torch, device, result):
                     for _ in range(copies):
                         host.copy_(device_side, non_blocking=pinned)
 
-            clock = clock_for(torch, device, "events" if pinned else "synced-host")
-            ms = repeat(clock, p["gbps"]["samples"], work)
-            how = "CUDA events" if pinned else "host clock after synchronize"
+            ms = repeat(clock_for(torch, device), p["gbps"]["samples"], work)
+            how = "CUDA events"
         gbps = n * copies / 1e9 / (ms["median"] / 1e3)
         rows.append(Row("transfer", case, "GB/s", "higher", p["gbps"]["median"], gbps, how))
     if device == "cpu":
