@@ -4,8 +4,8 @@
 //! is a calibrated busy loop and repeatable pseudo-random data.
 //!
 //! Why faer and not `ndarray`'s `matrixmultiply`: matrixmultiply has no AVX-512 kernels
-//! and splits every product across every core; on the project's 2-core VM it was 2.3–4×
-//! slower than numpy/OpenBLAS from n = 256 to 2048, faer 0.8–1.0× (tests/gpu/README.md).
+//! and splits every product across every core; on the project's 2-core VM it took 2.4–3.9×
+//! numpy/OpenBLAS's time from n = 256 to 2048, and faer takes 1.0–1.4× (tests/gpu/README.md).
 //! Products up to n ≈ 290 run on the calling thread: handing them to a thread pool
 //! costs more than it saves ([`PARALLEL_FROM_FLOP`]).
 //!
