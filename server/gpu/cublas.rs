@@ -73,14 +73,15 @@ pub struct Cublas {
     _library: Loaded,
 }
 
-static CUBLAS: OnceLock<Result<Cublas, String>> = OnceLock::new();
+static CUBLAS: OnceLock<Result<Cublas, GpuError>> = OnceLock::new();
 
-/// cuBLAS, loaded on first use (the newest usable version; see [`loader`]).
+/// cuBLAS, loaded on first use (the newest usable version; see [`loader`]); a failed
+/// load is remembered and reported again.
 pub fn get() -> Result<&'static Cublas, GpuError> {
     CUBLAS
-        .get_or_init(|| Cublas::load().map_err(|e| e.to_string()))
+        .get_or_init(Cublas::load)
         .as_ref()
-        .map_err(|e| GpuError::Unsupported(e.clone()))
+        .map_err(|e| GpuError::Unsupported(e.to_string()))
 }
 
 impl Cublas {

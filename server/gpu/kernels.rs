@@ -115,12 +115,7 @@ pub fn compile(file: &KernelFile, target: Target) -> Result<Binary, GpuError> {
     let mut options = vec!["--std=c++17".to_string()];
     options.extend(includes.iter().map(|dir| format!("--include-path={dir}")));
     let source = full_source(file);
-    guarded(|| nvrtc.compile(&source, file.name, target, &options))?.map_err(|log| {
-        GpuError::Compile {
-            file: file.name,
-            log,
-        }
-    })
+    guarded(|| nvrtc.compile(&source, file.name, target, &options))?
 }
 
 /// Compiles every file for `target`: what the doctor and the start-up check prove.

@@ -90,14 +90,15 @@ pub enum Binary {
     Ptx(String),
 }
 
-static NVRTC: OnceLock<Result<Nvrtc, String>> = OnceLock::new();
+static NVRTC: OnceLock<Result<Nvrtc, GpuError>> = OnceLock::new();
 
-/// NVRTC, loaded on first use (the newest usable version; see [`loader`]).
+/// NVRTC, loaded on first use (the newest usable version; see [`loader`]); a failed
+/// load is remembered and reported again.
 pub fn get() -> Result<&'static Nvrtc, GpuError> {
     NVRTC
-        .get_or_init(|| Nvrtc::load().map_err(|e| e.to_string()))
+        .get_or_init(Nvrtc::load)
         .as_ref()
-        .map_err(|e| GpuError::Unsupported(e.clone()))
+        .map_err(|e| GpuError::Unsupported(e.to_string()))
 }
 
 impl Nvrtc {
@@ -187,20 +188,24 @@ impl Nvrtc {
         }
     }
 
-    /// Compiles `source` (named `name` in messages) for `target` with extra `options`.
-    /// A refusal returns NVRTC's log as the error text.
+    /// Compiles `source` (the file `name` in `kernels/`) for `target` with extra
+    /// `options`. A refusal is [`GpuError::Compile`] with NVRTC's log.
     pub fn compile(
         &self,
         source: &str,
-        name: &str,
+        name: &'static str,
         target: Target,
         options: &[String],
-    ) -> Result<Binary, String> {
-        let text = CString::new(source).map_err(|_| "source contains a NUL byte".to_string())?;
-        let c_name = CString::new(name).map_err(|_| "name contains a NUL byte".to_string())?;
+    ) -> Result<Binary, GpuError> {
+        let refused = |log: &str| GpuError::Compile {
+            file: name,
+            log: log.to_string(),
+        };
+        let text = CString::new(source).map_err(|_| refused("the source contains a NUL byte"))?;
+        let c_name = CString::new(name).map_err(|_| refused("the name contains a NUL byte"))?;
         let all: Vec<CString> = std::iter::once(target.option())
             .chain(options.iter().cloned())
-            .map(|o| CString::new(o).map_err(|_| "option contains a NUL byte".to_string()))
+            .map(|o| CString::new(o).map_err(|_| refused("an option contains a NUL byte")))
             .collect::<Result<_, _>>()?;
         let pointers: Vec<*const c_char> = all.iter().map(|o| o.as_ptr()).collect();
         let mut program: Program = std::ptr::null_mut();
@@ -216,7 +221,7 @@ impl Nvrtc {
                 std::ptr::null(),
             )
         };
-        self.check(status).map_err(|e| e.to_string())?;
+        self.check(status)?;
         let program = ProgramGuard {
             program,
             destroy: self.functions.destroy,
@@ -230,11 +235,11 @@ impl Nvrtc {
                 .trim_end_matches('\0')
                 .trim()
                 .to_string();
-            return Err(if log.is_empty() {
+            return Err(refused(&if log.is_empty() {
                 self.message(status)
             } else {
                 log
-            });
+            }));
         }
         Ok(match target {
             Target::Cubin(_) => {

@@ -64,6 +64,8 @@ url="$gpulab/lessons/$PAGE"
 mkdir -p "$WORK/www/lessons"
 curl -fsS "$url" -o "$WORK/www/lessons/$PAGE"
 gzip -9 -k "$WORK/www/lessons/$PAGE"
+# nginx's workers drop root: they must be able to read the page (mktemp -d is 0700).
+chmod -R a+rX "$WORK"
 nginx_port="$(free_port)"
 cat >"$WORK/nginx.conf" <<EOF
 worker_processes auto;
