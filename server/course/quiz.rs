@@ -298,6 +298,11 @@ pub fn parse(quiz_id: &str, title: &str, file: &str, text: &str) -> Result<Quiz,
         if options.iter().any(|o| o.trim().is_empty()) {
             bad("an option's `text` is empty".into());
         }
+        // Code is marked `like this`; a lone backtick would show on the page as is.
+        let texts = [&q.prompt, &explanation].into_iter().chain(&options);
+        if texts.into_iter().any(|t| t.matches('`').count() % 2 == 1) {
+            bad("a backtick is not closed: mark code as `code`".into());
+        }
         let kind = match q.kind.as_str() {
             "single" => {
                 if options.len() < 2 {
@@ -521,6 +526,13 @@ explanation = "16e9 / 2^30."
             parse("q", "Q", "quiz.toml", &no_explanation).unwrap_err()[0]
                 .message
                 .contains("explanation")
+        );
+
+        let lone_tick = QUIZ.replace("prompt = \"Pick B\"", "prompt = \"Pick `B\"");
+        assert!(
+            parse("q", "Q", "quiz.toml", &lone_tick).unwrap_err()[0]
+                .message
+                .contains("backtick")
         );
 
         let duplicate = QUIZ.replace("id = \"many\"", "id = \"one\"");
