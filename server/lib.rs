@@ -8,14 +8,17 @@
 //!   variables and defaults, each written once — and [`config::Limits`], every cap.
 //! - [`web`]: HTTP. The router and `serve`, the student cookie, body decoding, the one
 //!   error type, typed askama pages, embedded static files, the generated OpenAPI
-//!   document, and the handlers (pages, quizzes, instructor, the student's data,
-//!   experiments, playground, health and `/metrics`) around one shared `AppState`.
+//!   document, and the handlers (pages, quizzes, the learner's path — search, code
+//!   downloads, completion —, instructor, the student's data, experiments, playground,
+//!   health and `/metrics`) around one shared `AppState`.
 //! - [`ratelimit`]: the per-student experiment rate (a keyed `governor` limiter).
 //! - [`metrics`]: the Prometheus registry; reads the engine at scrape time.
 //! - [`course`]: the course itself. Lessons are read from `content/` (embedded in the
 //!   binary, or a folder given on the command line), passed through a chain of
 //!   preprocessors (front matter, directives, highlighting, math, heading anchors, link
-//!   checks) and rendered to HTML once, at start-up. `gpulab check` runs the same chain.
+//!   checks) and rendered to HTML once, at start-up, with each lesson's outline (its
+//!   sections and code) for the search index and the `.py`/`.ipynb` downloads. Quiz
+//!   answers are read and graded here too. `gpulab check` runs the same chain.
 //! - [`db`]: the SQLite database (WAL, migrated on start-up) of students, quiz attempts
 //!   and answers, and the instructor's gradebook queries.
 //! - [`engine`]: the bounded, owner-aware job queue, the worker threads that each own a

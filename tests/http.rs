@@ -128,7 +128,11 @@ async fn about_page_explains_how_to_run_it() {
     let app = spawn().await;
     let html = app.get("/about").await.text().await.unwrap();
     assert!(html.contains("cargo run --release"));
-    assert!(html.contains("data-slot=\"gpu-status\""));
+    assert!(html.contains("id=\"gpu-status\""));
+    assert!(
+        html.contains("data-experiment=\"device-card\""),
+        "the live device card"
+    );
 }
 
 #[tokio::test]

@@ -17,6 +17,7 @@ mod gradebook;
 mod http;
 mod kernel_emulation;
 mod kernels;
+mod learner;
 mod lesson_experiments;
 mod nojs;
 mod openapi;

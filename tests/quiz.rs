@@ -172,7 +172,7 @@ async fn bad_input_gets_a_clear_4xx_and_stores_nothing() {
         (
             client.post(&url).json(&missing),
             StatusCode::UNPROCESSABLE_ENTITY,
-            "missing answers for",
+            "Question 1: it is not answered yet.",
         ),
         (
             client.post(&url).json(&wrong_type),

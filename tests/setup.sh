@@ -16,6 +16,12 @@ command -v pkg-config >/dev/null || need_apt+=(pkg-config)
 if [[ -z ${CHROMIUM:-} || ! -x ${CHROMIUM:-} ]]; then
   command -v chromium >/dev/null || need_apt+=(chromium)
 fi
+# Python with venv: the notebook checks' nbformat (and tests/fuzz) live in virtualenvs.
+if ! command -v python3 >/dev/null; then
+  need_apt+=(python3 python3-venv)
+elif ! python3 -c 'import ensurepip, venv' 2>/dev/null; then
+  need_apt+=(python3-venv)
+fi
 if ! command -v node >/dev/null; then
   need_apt+=(nodejs npm)
 elif ! command -v npm >/dev/null; then
@@ -60,6 +66,17 @@ install_wheels "${CUDA12_DIR:-target/cuda-wheels}" .installed-12.9.86-cublas-12.
 install_wheels "${CUDA13_DIR:-target/cuda-wheels-13}" .installed-13.0.88-cublas-13.0.2.14-crt-cccl \
   nvidia-cuda-nvrtc==13.0.88 nvidia-cuda-runtime==13.0.96 nvidia-cublas==13.0.2.14 \
   nvidia-cuda-crt==13.0.88 nvidia-cuda-cccl==13.0.85
+
+# Python's own parser and nbformat's validator check the lessons' .py and .ipynb
+# downloads in the end-to-end tests: nbformat pinned, in a virtualenv under target/.
+NBFORMAT_VERSION=5.10.4
+E2E_VENV=target/e2e-venv
+if ! "$E2E_VENV/bin/python" -c "import nbformat, sys; sys.exit(nbformat.__version__ != '$NBFORMAT_VERSION')" 2>/dev/null; then
+  command -v python3 >/dev/null || { echo "setup: python3 is required for the notebook checks" >&2; exit 1; }
+  echo "setup: installing nbformat $NBFORMAT_VERSION into $E2E_VENV"
+  python3 -m venv "$E2E_VENV"
+  "$E2E_VENV/bin/pip" install --quiet --disable-pip-version-check "nbformat==$NBFORMAT_VERSION"
+fi
 
 # Node.js packages for the end-to-end tests, pinned by tests/e2e/package-lock.json.
 # `npm ci` again only when node_modules is missing or the lock file changed since.

@@ -1,5 +1,6 @@
 //! Small HTML helpers for the fragments the preprocessors write by hand (directive
-//! fallbacks, code blocks). Askama escapes everything in templates; this covers the rest.
+//! fallbacks, code blocks) and for quiz text. Askama escapes everything in templates;
+//! this covers the rest.
 
 /// Escapes text for use in HTML content and double-quoted attributes.
 pub fn escape(text: &str) -> String {
@@ -15,6 +16,39 @@ pub fn escape(text: &str) -> String {
         }
     }
     out
+}
+
+/// Quiz text as HTML: escaped, with each `backtick span` set as `<code>`, the one piece
+/// of Markdown that prompts, options and explanations use. A lone backtick stays as it is.
+pub fn inline_code(text: &str) -> String {
+    let mut out = String::with_capacity(text.len() + 16);
+    let mut rest = text;
+    while let Some(open) = rest.find('`') {
+        let Some(len) = rest[open + 1..].find('`') else {
+            break;
+        };
+        let code = &rest[open + 1..open + 1 + len];
+        out.push_str(&escape(&rest[..open]));
+        if code.is_empty() {
+            out.push_str("``");
+        } else {
+            out.push_str("<code>");
+            out.push_str(&escape(code));
+            out.push_str("</code>");
+        }
+        rest = &rest[open + len + 2..];
+    }
+    out.push_str(&escape(rest));
+    out
+}
+
+/// Quiz text as plain words: the backticks of code spans dropped (for search snippets,
+/// CSV files and anywhere else markup has no place).
+pub fn without_code_marks(text: &str) -> String {
+    if text.matches('`').count() < 2 {
+        return text.to_string();
+    }
+    text.replace('`', "")
 }
 
 /// A URL fragment id from heading text: lower-case letters and digits kept, runs of
@@ -41,6 +75,21 @@ mod tests {
             escape(r#"<a href="x">&'"#),
             "&lt;a href=&quot;x&quot;&gt;&amp;&#39;"
         );
+    }
+
+    #[test]
+    fn backtick_spans_become_code_and_everything_is_escaped() {
+        assert_eq!(
+            inline_code("Call `torch.cuda.synchronize()` before <timing>"),
+            "Call <code>torch.cuda.synchronize()</code> before &lt;timing&gt;"
+        );
+        assert_eq!(
+            inline_code("`a<b` and `c`"),
+            "<code>a&lt;b</code> and <code>c</code>"
+        );
+        assert_eq!(inline_code("a lone ` stays"), "a lone ` stays");
+        assert_eq!(inline_code("no code"), "no code");
+        assert_eq!(without_code_marks("`x.item()` syncs"), "x.item() syncs");
     }
 
     #[test]

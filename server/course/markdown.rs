@@ -21,6 +21,7 @@ use super::directives::{self, Kind};
 use super::highlight::Highlighter;
 use super::html::{escape, slugify};
 use super::math::to_mathml;
+use super::outline::Outline;
 use super::problem::{LineIndex, Problem};
 
 /// One heading in a lesson's table of contents.
@@ -62,6 +63,8 @@ pub struct Rendered {
     pub code_count: usize,
     /// Words of prose (code excluded), for reading-time checks.
     pub words: usize,
+    /// Sections with their text, and code blocks, for search and downloads.
+    pub outline: Outline,
 }
 
 /// Renders Markdown bodies; holds the highlighter built at start-up.
@@ -74,6 +77,8 @@ struct Pass<'a> {
     lines: LineIndex,
     problems: &'a mut Vec<Problem>,
     out: Rendered,
+    /// Inside a heading: its words belong to the heading, not the section before it.
+    in_heading: bool,
 }
 
 fn options() -> Options {
@@ -104,10 +109,12 @@ impl<'h> Renderer<'h> {
             lines: LineIndex::new(body, first_line),
             problems,
             out: Rendered::default(),
+            in_heading: false,
         };
         let events = self.transform(&mut pass, body);
         pulldown_cmark::html::push_html(&mut pass.out.html, events.into_iter());
         pass.out.html = scrollable_tables(&pass.out.html);
+        pass.out.outline.tidy();
         pass.out
     }
 
@@ -124,6 +131,7 @@ impl<'h> Renderer<'h> {
                 }) => {
                     let mut inner = Vec::new();
                     let mut text = String::new();
+                    pass.in_heading = true;
                     for (e, r) in iter.by_ref() {
                         match &e {
                             Event::End(TagEnd::Heading(_)) => break,
@@ -132,6 +140,7 @@ impl<'h> Renderer<'h> {
                         }
                         inner.push(pass.inline(e, r));
                     }
+                    pass.in_heading = false;
                     if level == HeadingLevel::H1 {
                         pass.problem(&range, "use `##` and `###` headings; the page already renders the title as the only `#` heading");
                     }
@@ -192,6 +201,7 @@ impl<'h> Renderer<'h> {
             }),
             lang => {
                 pass.out.code_count += 1;
+                pass.out.outline.code(lang, code);
                 self.highlighter.highlight(lang, code)
             }
         };
@@ -229,6 +239,7 @@ impl Pass<'_> {
             _ => 0,
         };
         if level > 0 {
+            self.out.outline.heading(level, &id, text);
             self.out.toc.push(TocEntry {
                 level,
                 text: text.to_string(),
@@ -284,7 +295,30 @@ impl Pass<'_> {
             }
             Event::Text(text) => {
                 self.out.words += text.split_whitespace().count();
+                if !self.in_heading {
+                    self.out.outline.text(&text);
+                }
                 Event::Text(text)
+            }
+            Event::Code(code) => {
+                if !self.in_heading {
+                    self.out.outline.text(&code);
+                }
+                Event::Code(code)
+            }
+            Event::SoftBreak | Event::HardBreak => {
+                self.out.outline.space();
+                event
+            }
+            Event::End(
+                TagEnd::Paragraph
+                | TagEnd::Item
+                | TagEnd::TableCell
+                | TagEnd::BlockQuote(_)
+                | TagEnd::FootnoteDefinition,
+            ) => {
+                self.out.outline.space();
+                event
             }
             other => other,
         }
@@ -297,13 +331,28 @@ fn body_slice_is_display(range: &Range<usize>, tex: &CowStr<'_>) -> bool {
 }
 
 /// Wraps every table in a keyboard-focusable, labelled region that scrolls sideways on
-/// narrow screens (a scrolling region must be reachable by keyboard).
+/// narrow screens (a scrolling region must be reachable by keyboard). Each region is
+/// numbered so that no two landmarks on a page share a name.
 fn scrollable_tables(html: &str) -> String {
-    html.replace(
-        "<table>",
-        "<div class=\"table-scroll\" tabindex=\"0\" role=\"region\" aria-label=\"Table (scrolls sideways)\"><table>",
-    )
-    .replace("</table>", "</table></div>")
+    let tables = html.matches("<table>").count();
+    let mut out = String::with_capacity(html.len() + tables * 120);
+    let mut rest = html;
+    let mut n = 0;
+    while let Some(at) = rest.find("<table>") {
+        n += 1;
+        out.push_str(&rest[..at]);
+        let name = if tables == 1 {
+            "Table (scrolls sideways)".to_string()
+        } else {
+            format!("Table {n} of {tables} (scrolls sideways)")
+        };
+        out.push_str(&format!(
+            "<div class=\"table-scroll\" tabindex=\"0\" role=\"region\" aria-label=\"{name}\"><table>"
+        ));
+        rest = &rest[at + "<table>".len()..];
+    }
+    out.push_str(rest);
+    out.replace("</table>", "</table></div>")
 }
 
 #[cfg(test)]
@@ -372,6 +421,25 @@ mod tests {
         assert!(!out.html.contains("illustrative"), "{}", out.html);
         let (_, problems) = render("Say <!-- other --> 10 ms.\n");
         assert_eq!(problems.len(), 1, "{problems:?}");
+    }
+
+    #[test]
+    fn the_outline_follows_the_headings_and_keeps_the_code() {
+        let body = "Opening `x`.\n\n## First step\n\nRun it:\n\n```python\nimport torch\n```\n\n```widget amdahl\n```\n\n### Then\n\n```text\nok\n```\n";
+        let (out, problems) = render(body);
+        assert!(problems.is_empty(), "{problems:?}");
+        let sections = &out.outline.sections;
+        let ids: Vec<_> = sections.iter().map(|s| s.id.as_deref()).collect();
+        assert_eq!(ids, vec![None, Some("first-step"), Some("then")]);
+        assert_eq!(sections[0].text, "Opening x.");
+        assert_eq!(sections[1].text, "Run it: import torch");
+        let code: Vec<_> = out
+            .outline
+            .code
+            .iter()
+            .map(|c| (c.lang.as_str(), c.section))
+            .collect();
+        assert_eq!(code, vec![("python", 1), ("text", 2)]);
     }
 
     #[test]

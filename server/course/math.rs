@@ -29,7 +29,38 @@ pub fn to_mathml(tex: &str, display: bool) -> Result<String, String> {
     .map_err(|e| format!("math `{tex}`: {e}"))?;
     // pulldown-latex 0.8 writes the control space `\ ` as an escaped entity
     // (`&amp;nbsp;`), which shows up literally; emit a real no-break space instead.
-    Ok(out.replace("&amp;nbsp;", "&#160;"))
+    Ok(join_digit_groups(&out.replace("&amp;nbsp;", "&#160;")))
+}
+
+/// A number written with thousands separators (`4{,}096` or `4,096`) comes out of
+/// pulldown-latex as separate numbers around a comma operator, which browsers space as
+/// a list ("4, 096"). This joins every such run back into one `<mn>4,096</mn>`: a comma
+/// between a number and exactly three digits.
+fn join_digit_groups(mathml: &str) -> String {
+    const SEPARATORS: [&str; 2] = ["</mn><mrow><mo>,</mo></mrow><mn>", "</mn><mo>,</mo><mn>"];
+    let mut out = mathml.to_string();
+    for separator in SEPARATORS {
+        let mut from = 0;
+        while let Some(found) = out[from..].find(separator) {
+            let at = from + found;
+            let before = out[..at].rsplit("<mn>").next().unwrap_or("");
+            let after = &out[at + separator.len()..];
+            let group = after.split("</mn>").next().unwrap_or("");
+            let digits = group.split('.').next().unwrap_or("");
+            let joins = !before.is_empty()
+                && before.bytes().last().is_some_and(|b| b.is_ascii_digit())
+                && before.bytes().all(|b| b.is_ascii_digit() || b == b',')
+                && digits.len() == 3
+                && digits.bytes().all(|b| b.is_ascii_digit());
+            if joins {
+                out.replace_range(at..at + separator.len(), ",");
+                from = at + 1;
+            } else {
+                from = at + separator.len();
+            }
+        }
+    }
+    out
 }
 
 #[cfg(test)]
@@ -48,6 +79,25 @@ mod tests {
     fn control_space_renders_as_a_space_not_an_entity_name() {
         let html = to_mathml(r"16\ \text{B}", false).unwrap();
         assert!(!html.contains("&amp;nbsp;"), "{html}");
+    }
+
+    #[test]
+    fn thousands_separators_stay_inside_one_number() {
+        for tex in [r"1{,}048{,}576", r"4,096"] {
+            let html = to_mathml(tex, false).unwrap();
+            let shown = tex.replace("{,}", ",");
+            assert!(html.contains(&format!("<mn>{shown}</mn>")), "{tex}: {html}");
+        }
+        let html = to_mathml(r"\frac{524{,}288}{6{,}912} \approx 75.9", false).unwrap();
+        assert!(
+            html.contains("<mn>524,288</mn>") && html.contains("<mn>6,912</mn>"),
+            "{html}"
+        );
+        // A comma between other things is left alone.
+        let pair = to_mathml(r"(a, 12)", false).unwrap();
+        assert!(!pair.contains("a,12"), "{pair}");
+        let list = to_mathml(r"1, 2", false).unwrap();
+        assert!(!list.contains("<mn>1,2</mn>"), "{list}");
     }
 
     #[test]

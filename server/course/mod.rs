@@ -5,12 +5,17 @@
 pub mod directives;
 mod fallbacks;
 pub mod frontmatter;
+pub mod grading;
 pub mod highlight;
 pub mod html;
 pub mod markdown;
 pub mod math;
+pub mod notebook;
+pub mod numeric;
+pub mod outline;
 pub mod problem;
 pub mod quiz;
+pub mod search;
 pub mod source;
 pub mod sources;
 pub mod submission;
@@ -54,6 +59,8 @@ pub struct Lesson {
     pub code_count: usize,
     /// Words of prose.
     pub words: usize,
+    /// Sections with their text and the code blocks, for search and downloads.
+    pub outline: outline::Outline,
 }
 
 /// The whole course, in order.
@@ -65,6 +72,8 @@ pub struct Course {
     pub lessons: Vec<Lesson>,
     /// One quiz per lesson (id = lesson slug), then the final exam (id `final-exam`).
     pub quizzes: Vec<Quiz>,
+    /// Every section and question, indexed for search.
+    pub search: std::sync::Arc<search::SearchIndex>,
 }
 
 /// The id (and URL segment) of the course's final exam.
@@ -191,6 +200,7 @@ impl Course {
                 math_count: rendered.math_count,
                 code_count: rendered.code_count,
                 words: rendered.words,
+                outline: rendered.outline,
             });
         }
         for (lesson_index, (file, lesson_links)) in links.iter().enumerate() {
@@ -223,13 +233,34 @@ impl Course {
             )),
         }
         if problems.is_empty() {
-            Ok(Self {
+            let mut course = Self {
                 title: index.title,
                 lessons,
                 quizzes,
-            })
+                search: std::sync::Arc::default(),
+            };
+            course.search = std::sync::Arc::new(search::SearchIndex::build(&course));
+            course.link_questions_to_sections();
+            Ok(course)
         } else {
             Err(Problems(problems))
+        }
+    }
+
+    /// Points every question at the lesson section that teaches it: within its own
+    /// lesson for a lesson quiz, anywhere in the course for the final exam.
+    fn link_questions_to_sections(&mut self) {
+        let index = std::sync::Arc::clone(&self.search);
+        for quiz in &mut self.quizzes {
+            let slug = self
+                .lessons
+                .iter()
+                .any(|l| l.slug == quiz.id)
+                .then(|| quiz.id.clone());
+            for q in &mut quiz.questions {
+                let text = format!("{} {} {}", q.prompt, q.expected_text(), q.explanation);
+                q.teaches = index.best_section(&text, slug.as_deref());
+            }
         }
     }
 

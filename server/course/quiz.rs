@@ -2,6 +2,8 @@
 //! at start-up, and scored on the server. The answer key never leaves this module except
 //! through [`Graded`] results, which are only built after an attempt is submitted.
 //!
+//! Grading an attempt, and the words the results show, live in [`super::grading`].
+//!
 //! Scoring rules: single choice is right when the one correct option is picked; multiple
 //! choice is all-or-nothing (every correct option and no wrong one); numeric is right
 //! when the answer is within the question's absolute tolerance. A quiz is passed when the
@@ -11,7 +13,9 @@ use std::collections::{BTreeSet, HashSet};
 
 use serde::{Deserialize, Serialize};
 
+pub use super::grading::{Graded, GradedChoice, GradedQuestion};
 use super::problem::{LineIndex, Problem};
+use super::search::SectionRef;
 
 /// One quiz: a lesson's or the final exam.
 #[derive(Debug, Clone)]
@@ -35,6 +39,8 @@ pub struct Question {
     pub explanation: String,
     /// The kind, with options and key.
     pub kind: QuestionKind,
+    /// The lesson section that teaches it, found when the course is loaded.
+    pub teaches: Option<SectionRef>,
 }
 
 /// What kind of answer a question takes, with its key.
@@ -85,6 +91,16 @@ pub fn passed(correct: usize, total: usize) -> bool {
     total > 0 && correct * 100 > total * PASS_MARK_PERCENT as usize
 }
 
+/// `correct` out of `total` in percent, rounded half up to one decimal (22 of 24 is
+/// 91.7). Whole tenths are computed in integers, so 3 of 4 is exactly 75.0.
+pub fn percent(correct: usize, total: usize) -> f64 {
+    if total == 0 {
+        return 0.0;
+    }
+    let tenths = (correct * 2000 + total) / (2 * total);
+    tenths as f64 / 10.0
+}
+
 impl Question {
     /// Options for choice questions; empty for numeric.
     pub fn options(&self) -> &[String] {
@@ -113,34 +129,30 @@ impl Question {
         }
     }
 
-    /// Checks that `answer` has the right shape for this question.
+    /// Checks that `answer` has the right shape for this question; the error is a
+    /// clause to follow "Question N: ".
     pub fn validate(&self, answer: &Answer) -> Result<(), String> {
         let n = self.options().len();
+        let last = n.saturating_sub(1);
         match (&self.kind, answer) {
             (QuestionKind::Single { .. }, Answer::Choice(i)) if *i < n => Ok(()),
             (QuestionKind::Multiple { .. }, Answer::Choices(is)) if is.iter().all(|i| *i < n) => {
                 if is.iter().collect::<HashSet<_>>().len() == is.len() {
                     Ok(())
                 } else {
-                    Err(format!("question `{}`: an option is picked twice", self.id))
+                    Err("an option is picked twice".to_string())
                 }
             }
             (QuestionKind::Multiple { .. }, Answer::Choice(i)) if *i < n => Ok(()),
             (QuestionKind::Numeric { .. }, Answer::Number(x)) if x.is_finite() => Ok(()),
             (QuestionKind::Numeric { .. }, Answer::Choice(_)) => Ok(()),
             (QuestionKind::Single { .. }, _) => Err(format!(
-                "question `{}` takes one option index from 0 to {}",
-                self.id,
-                n.saturating_sub(1)
+                "pick one option (it takes one option index from 0 to {last})"
             )),
             (QuestionKind::Multiple { .. }, _) => Err(format!(
-                "question `{}` takes a list of option indexes from 0 to {}",
-                self.id,
-                n.saturating_sub(1)
+                "tick options (it takes a list of option indexes from 0 to {last})"
             )),
-            (QuestionKind::Numeric { .. }, _) => {
-                Err(format!("question `{}` takes a finite number", self.id))
-            }
+            (QuestionKind::Numeric { .. }, _) => Err("type a number".to_string()),
         }
     }
 
@@ -175,107 +187,10 @@ impl Question {
     }
 }
 
-/// The result of one submitted attempt.
-#[derive(Debug, Clone, Serialize)]
-pub struct Graded {
-    /// Questions answered correctly.
-    pub correct: usize,
-    /// Questions in the quiz.
-    pub total: usize,
-    /// Score in percent, rounded down to one decimal.
-    pub percent: f64,
-    /// Strictly above 75%.
-    pub passed: bool,
-    /// Per question, in quiz order.
-    pub questions: Vec<GradedQuestion>,
-}
-
-/// One question's outcome, with the explanation (only ever sent after submission).
-#[derive(Debug, Clone, Serialize)]
-pub struct GradedQuestion {
-    /// The question id.
-    pub id: String,
-    /// The question text.
-    pub prompt: String,
-    /// Whether the answer was right.
-    pub correct: bool,
-    /// The student's answer, if any.
-    pub given: Option<Answer>,
-    /// The student's answer in words.
-    pub given_text: String,
-    /// The right answer in words.
-    pub expected: String,
-    /// Why.
-    pub explanation: String,
-}
-
 impl Quiz {
     /// The question with `id`.
     pub fn question(&self, id: &str) -> Option<&Question> {
         self.questions.iter().find(|q| q.id == id)
-    }
-
-    /// Grades a complete set of answers: `answers[i]` answers `questions[i]`.
-    pub fn grade(&self, answers: &[Answer]) -> Graded {
-        let questions: Vec<GradedQuestion> = self
-            .questions
-            .iter()
-            .zip(answers)
-            .map(|(q, a)| GradedQuestion {
-                id: q.id.clone(),
-                prompt: q.prompt.clone(),
-                correct: q.is_correct(a),
-                given: Some(a.clone()),
-                given_text: q.answer_text(a),
-                expected: q.expected_text(),
-                explanation: q.explanation.clone(),
-            })
-            .collect();
-        let correct = questions.iter().filter(|q| q.correct).count();
-        let total = self.questions.len();
-        Graded {
-            correct,
-            total,
-            percent: (correct as f64 * 1000.0 / total.max(1) as f64).floor() / 10.0,
-            passed: passed(correct, total),
-            questions,
-        }
-    }
-}
-
-impl Question {
-    /// A student's answer in words, for the results page.
-    pub fn answer_text(&self, answer: &Answer) -> String {
-        let option = |i: &usize| {
-            self.options()
-                .get(*i)
-                .cloned()
-                .unwrap_or_else(|| format!("option {i}"))
-        };
-        match answer {
-            Answer::Choice(i) if self.options().is_empty() => format!("{i} {}", self.unit()),
-            Answer::Choice(i) => option(i),
-            Answer::Choices(is) if is.is_empty() => "(nothing selected)".to_string(),
-            Answer::Choices(is) => is.iter().map(option).collect::<Vec<_>>().join("; "),
-            Answer::Number(x) => format!("{x} {}", self.unit()),
-        }
-    }
-
-    /// The right answer, in words, for the results page.
-    pub fn expected_text(&self) -> String {
-        match &self.kind {
-            QuestionKind::Single { options, correct } => options[*correct].clone(),
-            QuestionKind::Multiple { options, correct } => correct
-                .iter()
-                .map(|i| options[*i].as_str())
-                .collect::<Vec<_>>()
-                .join("; "),
-            QuestionKind::Numeric {
-                answer,
-                tolerance,
-                unit,
-            } => format!("{answer} {unit} (± {tolerance})"),
-        }
     }
 }
 
@@ -383,6 +298,11 @@ pub fn parse(quiz_id: &str, title: &str, file: &str, text: &str) -> Result<Quiz,
         if options.iter().any(|o| o.trim().is_empty()) {
             bad("an option's `text` is empty".into());
         }
+        // Code is marked `like this`; a lone backtick would show on the page as is.
+        let texts = [&q.prompt, &explanation].into_iter().chain(&options);
+        if texts.into_iter().any(|t| t.matches('`').count() % 2 == 1) {
+            bad("a backtick is not closed: mark code as `code`".into());
+        }
         let kind = match q.kind.as_str() {
             "single" => {
                 if options.len() < 2 {
@@ -439,6 +359,7 @@ pub fn parse(quiz_id: &str, title: &str, file: &str, text: &str) -> Result<Quiz,
             prompt: q.prompt,
             explanation,
             kind,
+            teaches: None,
         });
     }
     if problems.is_empty() {
@@ -559,6 +480,19 @@ explanation = "16e9 / 2^30."
     }
 
     #[test]
+    fn percentages_round_half_up_to_one_decimal() {
+        assert_eq!(percent(22, 24), 91.7);
+        assert_eq!(percent(2, 3), 66.7);
+        assert_eq!(percent(1, 3), 33.3);
+        assert_eq!(percent(3, 4), 75.0);
+        assert_eq!(percent(1, 8), 12.5);
+        assert_eq!(percent(1, 16), 6.3);
+        assert_eq!(percent(0, 5), 0.0);
+        assert_eq!(percent(5, 5), 100.0);
+        assert_eq!(percent(0, 0), 0.0);
+    }
+
+    #[test]
     fn exactly_75_percent_does_not_pass() {
         assert!(!passed(3, 4));
         assert!(!passed(6, 8));
@@ -567,27 +501,6 @@ explanation = "16e9 / 2^30."
         assert!(passed(7, 8));
         assert!(passed(1, 1));
         assert!(!passed(0, 0));
-    }
-
-    #[test]
-    fn grading_counts_and_explains() {
-        let quiz = quiz();
-        let (b, a) = (
-            index_of(&quiz.questions[0], "B"),
-            index_of(&quiz.questions[1], "A"),
-        );
-        let graded = quiz.grade(&[
-            Answer::Choice(b),
-            Answer::Choices(vec![a]),
-            Answer::Number(14.9),
-        ]);
-        assert_eq!((graded.correct, graded.total), (2, 3));
-        assert!(!graded.passed);
-        assert_eq!(graded.percent, 66.6);
-        assert!(!graded.questions[1].correct);
-        let expected = &graded.questions[1].expected;
-        assert!(expected == "A; C" || expected == "C; A", "{expected}");
-        assert_eq!(graded.questions[0].explanation, "B is right.");
     }
 
     #[test]
@@ -613,6 +526,13 @@ explanation = "16e9 / 2^30."
             parse("q", "Q", "quiz.toml", &no_explanation).unwrap_err()[0]
                 .message
                 .contains("explanation")
+        );
+
+        let lone_tick = QUIZ.replace("prompt = \"Pick B\"", "prompt = \"Pick `B\"");
+        assert!(
+            parse("q", "Q", "quiz.toml", &lone_tick).unwrap_err()[0]
+                .message
+                .contains("backtick")
         );
 
         let duplicate = QUIZ.replace("id = \"many\"", "id = \"one\"");

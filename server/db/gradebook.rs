@@ -48,12 +48,13 @@ pub struct MissedQuestion {
 pub fn grades(conn: &Connection) -> Result<Vec<GradeCell>, DbError> {
     let mut stmt = conn.prepare(
         "SELECT a.student_id, s.display_name, a.quiz_id,
-                MAX(a.correct * 1000 / a.total), COUNT(*), MAX(a.passed)
+                MAX((a.correct * 2000 + a.total) / (2 * a.total)), COUNT(*), MAX(a.passed)
          FROM attempts a JOIN students s ON s.id = a.student_id
          GROUP BY a.student_id, a.quiz_id
          ORDER BY COALESCE(s.display_name, '~'), a.student_id, a.quiz_id",
     )?;
     let rows = stmt.query_map([], |r| {
+        // Tenths of a percent, rounded half up like every other score.
         let permille: u32 = r.get(3)?;
         Ok(GradeCell {
             student_id: r.get(0)?,

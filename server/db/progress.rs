@@ -140,13 +140,9 @@ pub fn progress(conn: &Connection, student: &str) -> Result<Vec<QuizProgress>, D
     Ok(rows.collect::<Result<_, _>>()?)
 }
 
-/// Score in percent, rounded down to one decimal (75.0 stays 75.0: not a pass).
+/// Score in percent, rounded as every page shows it ([`crate::course::quiz::percent`]).
 pub fn percent(correct: u32, total: u32) -> f64 {
-    if total == 0 {
-        0.0
-    } else {
-        (f64::from(correct) * 1000.0 / f64::from(total)).floor() / 10.0
-    }
+    crate::course::quiz::percent(correct as usize, total as usize)
 }
 
 /// Everything stored about the student.

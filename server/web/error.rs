@@ -10,6 +10,7 @@ use axum::response::{Html, IntoResponse, Response};
 
 use serde::Serialize;
 
+use crate::course::submission::{AnswerProblem, Rejected};
 use crate::db::DbError;
 use crate::web::page::ErrorPage;
 
@@ -26,6 +27,10 @@ pub enum AppError {
     /// answer, wrong type).
     #[error("{0}")]
     Invalid(String),
+    /// A quiz submission with unanswered or unreadable answers, each problem naming its
+    /// question's number.
+    #[error("{0}")]
+    Answers(Rejected),
     /// A token is needed and was missing or wrong.
     #[error("{0}")]
     Unauthorized(String),
@@ -60,7 +65,7 @@ impl AppError {
         match self {
             Self::NotFound(_) => StatusCode::NOT_FOUND,
             Self::BadRequest(_) => StatusCode::BAD_REQUEST,
-            Self::Invalid(_) => StatusCode::UNPROCESSABLE_ENTITY,
+            Self::Invalid(_) | Self::Answers(_) => StatusCode::UNPROCESSABLE_ENTITY,
             Self::Unauthorized(_) => StatusCode::UNAUTHORIZED,
             Self::Forbidden(_) => StatusCode::FORBIDDEN,
             Self::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
@@ -79,6 +84,7 @@ impl AppError {
             ),
             Self::BadRequest(m) => ("Bad request", m.clone()),
             Self::Invalid(m) => ("Please check your answers", m.clone()),
+            Self::Answers(rejected) => ("Please check your answers", rejected.to_string()),
             Self::Unauthorized(m) => ("Token needed", m.clone()),
             Self::Forbidden(m) => ("Not available", m.clone()),
             Self::Unavailable(m) => ("Try again shortly", m.clone()),
@@ -141,6 +147,11 @@ pub struct ErrorDetail {
     pub status: u16,
     /// A sentence saying what was wrong.
     pub message: String,
+    /// For a refused quiz submission: each problem with the question it is about, so a
+    /// page can mark that question's field.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[schema(value_type = Vec<Object>)]
+    pub problems: Vec<AnswerProblem>,
 }
 
 impl ErrorBody {
@@ -150,6 +161,7 @@ impl ErrorBody {
             error: ErrorDetail {
                 status: status.as_u16(),
                 message,
+                problems: Vec::new(),
             },
         }
     }
@@ -169,7 +181,11 @@ impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let status = self.0.status();
         let (_, message) = self.0.public();
-        let response = (status, Json(ErrorBody::new(status, message))).into_response();
+        let mut body = ErrorBody::new(status, message);
+        if let AppError::Answers(rejected) = &self.0 {
+            body.error.problems = rejected.problems.clone();
+        }
+        let response = (status, Json(body)).into_response();
         self.0.with_retry_after(response)
     }
 }

@@ -2,10 +2,14 @@
 //! [`router`] (URLs to handlers, the layers every response passes through, and
 //! [`serve`]), the [`identity`] middleware (the student cookie), an extractor or body
 //! decoder from [`extract`], a handler in [`routes`] holding the shared [`state`], and
-//! on the way out [`error`]'s single `IntoResponse` or a typed [`page`]. Static files
-//! come from [`assets`], and they and the pages that are the same for everyone are
-//! served pre-compressed by [`encoded`]; the API's [`openapi`] document is generated from the handlers
-//! and the experiment registry. Nothing outside this folder imports it except `main`.
+//! on the way out [`error`]'s single `IntoResponse` or a typed [`page`] ([`quiz_pages`]
+//! for the quiz form and results, [`learner_pages`] for about, search and completion).
+//! The learner's way through the course — next steps after a quiz, where to continue,
+//! the device status line — is worked out in [`learner_flow`]. Static files come from
+//! [`assets`], and they and the pages that are the same for everyone are served
+//! pre-compressed by [`encoded`]; the API's [`openapi`] document is generated from the
+//! handlers and the experiment registry. Nothing outside this folder imports it except
+//! `main`.
 
 pub mod assets;
 pub mod encoded;
@@ -13,9 +17,12 @@ pub mod error;
 pub mod extract;
 pub mod guard;
 pub mod identity;
+pub mod learner_flow;
+pub mod learner_pages;
 pub mod login_guard;
 pub mod openapi;
 pub mod page;
+pub mod quiz_pages;
 pub mod router;
 pub mod routes;
 pub mod serve;

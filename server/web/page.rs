@@ -2,18 +2,25 @@
 //! `web/templates/` that extends `base.html`. Templates escape everything by default;
 //! only lesson HTML (rendered by our own pipeline at start-up) is marked safe.
 
+use std::collections::HashMap;
+use std::sync::Arc;
+
 use askama::Template;
 
-use crate::course::quiz::{Graded, Quiz};
+use super::encoded::Encoded;
+use super::learner_flow::{Continue, DeviceStatus};
+use crate::course::notebook;
 use crate::course::{Course, Lesson};
 use crate::db::gradebook::{GradeCell, MissedQuestion};
 use crate::db::progress::QuizProgress;
 use crate::web::assets::{Assets, SYNTAX_CSS};
 
-/// Every page's stylesheets, in cascade order: the site, code highlighting, the
-/// widgets of lessons 1–3 and 4–9, the live-experiment panels and their charts.
-const STYLESHEETS: [&str; 6] = [
+/// Every page's stylesheets, in cascade order: the site, the learner's path (quiz
+/// marks, search, completion, print), code highlighting, the widgets of lessons 1–3
+/// and 4–9, the live-experiment panels and their charts.
+const STYLESHEETS: [&str; 7] = [
     "css/site.css",
+    "css/learner.css",
     SYNTAX_CSS,
     "css/widgets-basics.css",
     "css/widgets-training.css",
@@ -69,9 +76,18 @@ pub struct HomePage<'a> {
     pub passed_count: usize,
     /// The student's display name, if chosen.
     pub display_name: Option<String>,
+    /// Where to pick up.
+    pub continue_at: Continue,
+    /// What live experiments run on.
+    pub device: &'a DeviceStatus,
+    /// The display name was just saved (`?saved=name`).
+    pub saved: bool,
+    /// The home page's script ("Continue" prefers a lesson read further on).
+    pub script: String,
 }
 
-/// A student's state on one quiz, for the home page.
+/// A student's state on one quiz, for the home page and the quiz's status line.
+#[derive(Debug, Clone, serde::Serialize)]
 pub struct QuizState {
     /// `not-started`, `attempted` or `passed`.
     pub class: &'static str,
@@ -107,42 +123,6 @@ impl QuizState {
             },
         }
     }
-}
-
-/// A quiz as a plain HTML form: questions and options only, never the key.
-#[derive(Template)]
-#[template(path = "quiz.html", config = "web/askama.toml")]
-pub struct QuizPage<'a> {
-    /// Shared layout.
-    pub layout: &'a Layout,
-    /// The quiz.
-    pub quiz: &'a Quiz,
-    /// Where the form posts.
-    pub action: String,
-    /// Back to the lesson (or home for the final exam).
-    pub back_href: String,
-    /// The student's state on this quiz.
-    pub state: QuizState,
-    /// Script URL for the no-reload enhancement.
-    pub script: String,
-}
-
-/// The result of one attempt, with every explanation.
-#[derive(Template)]
-#[template(path = "quiz_result.html", config = "web/askama.toml")]
-pub struct QuizResultPage<'a> {
-    /// Shared layout.
-    pub layout: &'a Layout,
-    /// The quiz taken.
-    pub quiz: &'a Quiz,
-    /// The graded attempt.
-    pub graded: &'a Graded,
-    /// Retake link.
-    pub retake_href: String,
-    /// Where to go next: the next lesson, or the course home.
-    pub next_href: String,
-    /// Label for `next_href`.
-    pub next_label: String,
 }
 
 /// The instructor's token form.
@@ -199,7 +179,7 @@ pub struct GradebookRow {
     pub cells: Vec<Option<GradeCell>>,
 }
 
-/// One lesson with its table of contents and neighbours.
+/// One lesson with its table of contents, the course's chapters and its neighbours.
 #[derive(Template)]
 #[template(path = "lesson.html", config = "web/askama.toml")]
 pub struct LessonPage<'a> {
@@ -207,6 +187,8 @@ pub struct LessonPage<'a> {
     pub layout: &'a Layout,
     /// The lesson shown.
     pub lesson: &'a Lesson,
+    /// Every lesson, for the chapter list.
+    pub lessons: &'a [Lesson],
     /// The lesson before it, if any.
     pub prev: Option<&'a Lesson>,
     /// The lesson after it, if any.
@@ -215,68 +197,77 @@ pub struct LessonPage<'a> {
     pub total: usize,
     /// URL of the script that mounts the lesson's widgets and experiment panels.
     pub script: String,
+    /// What live experiments run on (the same for everyone while the server runs).
+    pub device: &'a DeviceStatus,
+    /// File stem of the code downloads, when the lesson has code to download.
+    pub downloads: Option<String>,
 }
 
-/// How to run GPU Lab and what the server is running on.
-#[derive(Template)]
-#[template(path = "about.html", config = "web/askama.toml")]
-pub struct AboutPage<'a> {
-    /// Shared layout.
-    pub layout: &'a Layout,
-    /// Lessons in the course.
-    pub lesson_count: usize,
-    /// The server's version.
-    pub version: &'static str,
-}
-
-/// The pages that are the same for every student, rendered and encoded once at start-up:
-/// every lesson and the about page.
+/// The pages and files that are the same for every student, rendered and encoded once
+/// at start-up: every lesson, and each lesson's code as a script and a notebook.
 pub struct Prerendered {
     /// Lesson pages by slug.
-    pub lessons: std::collections::HashMap<String, std::sync::Arc<super::encoded::Encoded>>,
-    /// The about page.
-    pub about: std::sync::Arc<super::encoded::Encoded>,
+    pub lessons: HashMap<String, Arc<Encoded>>,
+    /// Each lesson's code as a Python script (`.py`), by slug.
+    pub scripts: HashMap<String, Arc<Encoded>>,
+    /// Each lesson's code as a Jupyter notebook (`.ipynb`), by slug.
+    pub notebooks: HashMap<String, Arc<Encoded>>,
 }
 
 impl Prerendered {
-    /// Renders every lesson of `course` and the about page with `layout`.
+    /// Renders every lesson of `course` with `layout`, and its downloads.
     pub fn render(
         course: &Course,
         layout: &Layout,
         assets: &Assets,
+        device: &DeviceStatus,
     ) -> Result<Self, askama::Error> {
-        use super::encoded::Encoded;
         const HTML: &str = "text/html; charset=utf-8";
         let script = assets.url("js/lesson.js");
-        let mut lessons = std::collections::HashMap::new();
+        let mut out = Self {
+            lessons: HashMap::new(),
+            scripts: HashMap::new(),
+            notebooks: HashMap::new(),
+        };
         for (i, lesson) in course.lessons.iter().enumerate() {
+            let downloads = notebook::has_code(lesson).then(|| notebook::file_stem(lesson));
             let page = LessonPage {
                 layout,
                 lesson,
+                lessons: &course.lessons,
                 prev: i.checked_sub(1).and_then(|p| course.lessons.get(p)),
                 next: course.lessons.get(i + 1),
                 total: course.lessons.len(),
                 script: script.clone(),
+                device,
+                downloads: downloads.clone(),
             };
-            lessons.insert(
-                lesson.slug.clone(),
+            let slug = lesson.slug.clone();
+            out.lessons.insert(
+                slug.clone(),
                 Encoded::new(page.render()?.into_bytes(), HTML),
             );
+            if downloads.is_some() {
+                let py = notebook::python_script(lesson).into_bytes();
+                let ipynb =
+                    serde_json::to_vec_pretty(&notebook::notebook(lesson)).unwrap_or_default();
+                out.scripts.insert(
+                    slug.clone(),
+                    Encoded::new(py, "text/x-python; charset=utf-8"),
+                );
+                out.notebooks
+                    .insert(slug, Encoded::new(ipynb, "application/x-ipynb+json"));
+            }
         }
-        let about = AboutPage {
-            layout,
-            lesson_count: course.lessons.len(),
-            version: env!("CARGO_PKG_VERSION"),
-        };
-        Ok(Self {
-            lessons,
-            about: Encoded::new(about.render()?.into_bytes(), HTML),
-        })
+        Ok(out)
     }
 
-    /// Every page, for the start-up warm-up.
-    pub fn all(&self) -> impl Iterator<Item = &std::sync::Arc<super::encoded::Encoded>> {
-        self.lessons.values().chain(std::iter::once(&self.about))
+    /// Every page and file, for the start-up warm-up.
+    pub fn all(&self) -> impl Iterator<Item = &Arc<Encoded>> {
+        self.lessons
+            .values()
+            .chain(self.scripts.values())
+            .chain(self.notebooks.values())
     }
 }
 

@@ -27,7 +27,9 @@ use utoipa_axum::routes;
 use super::guard;
 use super::identity::{self, StudentId};
 use super::openapi::{self, ApiDoc, Document};
-use super::routes::{assets, experiments, health, instructor, me, pages, playground, quiz};
+use super::routes::{
+    assets, experiments, health, instructor, learner, me, pages, playground, quiz,
+};
 use super::state::AppState;
 use crate::config::Limits;
 use crate::experiments::REGISTRY;
@@ -100,6 +102,7 @@ pub fn router(state: AppState) -> Router {
             "/final-exam",
             get(quiz::final_exam).post(quiz::submit_final_exam),
         )
+        .route("/final-exam/complete", get(learner::completion))
         .route("/me/name", post(me::set_name))
         .route("/me/export", get(me::export))
         .route("/me/reset", post(me::reset))
@@ -108,7 +111,10 @@ pub fn router(state: AppState) -> Router {
     Router::new()
         .merge(api)
         .merge(student_pages)
-        .route("/about", get(pages::about))
+        .route("/about", get(learner::about))
+        .route("/search", get(learner::search))
+        .route("/lessons/{slug}/code.py", get(learner::lesson_script))
+        .route("/lessons/{slug}/code.ipynb", get(learner::lesson_notebook))
         .route("/healthz", get(health::healthz))
         .route("/readyz", get(health::readyz))
         .route("/metrics", get(health::metrics))

@@ -8,6 +8,7 @@ use std::sync::{Arc, Mutex};
 
 use super::assets::Assets;
 use super::guard::AddressLimiter;
+use super::learner_flow::DeviceStatus;
 use super::login_guard::{LoginGuard, check_token};
 use super::page::{Layout, Prerendered};
 use crate::config::Config;
@@ -31,6 +32,8 @@ pub struct AppState {
     pub layout: Arc<Layout>,
     /// The pages that are the same for everyone, rendered and encoded once.
     pub pages: Arc<Prerendered>,
+    /// What live experiments run on, in a sentence (fixed when the engine starts).
+    pub device: Arc<DeviceStatus>,
     /// The database of students and attempts.
     pub db: Db,
     /// The experiment engine (GPU or CPU) and its queue.
@@ -77,7 +80,10 @@ impl AppState {
         let db = Db::open(&config.database)?;
         let assets = Assets::load();
         let layout = Layout::new(&course.title, &assets);
-        let pages = Prerendered::render(&course, &layout, &assets)?;
+        // The engine picks the device first: every lesson header says what it is.
+        let engine = Engine::start(config.limits.clone());
+        let device = DeviceStatus::from_card(&engine.card);
+        let pages = Prerendered::render(&course, &layout, &assets, &device)?;
         // Compress every page and asset once, off the request path.
         let warm: Vec<_> = pages.all().chain(assets.all()).cloned().collect();
         std::thread::Builder::new()
@@ -92,7 +98,6 @@ impl AppState {
                 );
             })
             .ok();
-        let engine = Engine::start(config.limits.clone());
         let metrics = Metrics::new(engine.clone());
         Ok(Self {
             experiment_limiter: Arc::new(StudentLimiter::new(config.limits.experiments_per_minute)),
@@ -105,6 +110,7 @@ impl AppState {
             assets: Arc::new(assets),
             layout: Arc::new(layout),
             pages: Arc::new(pages),
+            device: Arc::new(device),
             db,
             engine,
             instructor_sessions: Arc::default(),

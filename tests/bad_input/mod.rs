@@ -139,7 +139,9 @@ async fn wrong_types_and_extreme_numbers_get_a_4xx_on_the_playground_and_quizzes
         .map(|v| (single.clone(), *v))
         .collect();
     if let Some(id) = numeric {
-        cases.extend(["1e400", "\"NaN\"", "\"1e3\"", "[1]", "null"].map(|v| (id.clone(), v)));
+        cases.extend(
+            ["1e400", "\"NaN\"", "\"lots\"", "\"1e3 GB\"", "[1]", "null"].map(|v| (id.clone(), v)),
+        );
     }
     for (question, value) in cases {
         let mut answers = json_answers(&quiz, 0);

@@ -4,7 +4,10 @@
 // fresh database, then: (a) every page loads clean, and every lesson's directives mount
 // and pass their specs in tests/e2e/directives/NAME.mjs; (b) screenshots in light/dark ×
 // 1280/375 px and no sideways scroll on phones; (c) axe on every page, light and dark;
-// (d) lesson 1's quiz with and without JavaScript. Prints PASS/FAIL per check and a
+// (d) lesson 1's quiz with and without JavaScript; (e) the learner's path: lesson to
+// quiz to next lesson, final exam and completion page, quiz marks and messages, typed
+// numbers, search, downloads checked by Python and nbformat, copy buttons, 429
+// sentences, print styles (lib/flow*.mjs). Prints PASS/FAIL per check and a
 // summary table, writes target/e2e-artifacts/report.json, exits non-zero on any failure.
 // Usage and environment variables: tests/e2e/README.md. Run by tests/run.sh.
 
@@ -12,6 +15,7 @@ import { mkdirSync, rmSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { checkAccessibility } from './lib/axe.mjs';
+import { checkFlow } from './lib/flow.mjs';
 import { launchBrowser } from './lib/browser.mjs';
 import { readCourse } from './lib/course.mjs';
 import { checkLessons } from './lib/lessons.mjs';
@@ -24,7 +28,7 @@ import { envInt, envList, withTimeout } from './lib/util.mjs';
 
 const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const artifacts = resolve(repoRoot, process.env.E2E_ARTIFACTS || 'target/e2e-artifacts');
-const ALL_PARTS = ['lessons', 'screenshots', 'axe', 'quiz'];
+const ALL_PARTS = ['lessons', 'screenshots', 'axe', 'quiz', 'flow'];
 const parts = envList('E2E_PARTS').length ? envList('E2E_PARTS') : ALL_PARTS;
 const timeouts = {
   mount: envInt('E2E_MOUNT_TIMEOUT_MS', 15_000),
@@ -99,6 +103,10 @@ async function main() {
   if (parts.includes('quiz')) {
     console.log('\n== (d) lesson quiz through the UI');
     await checkQuiz(ctx);
+  }
+  if (parts.includes('flow')) {
+    console.log('\n== (e) the learner\'s path: flow links, quiz marks, numbers, search, downloads, copy, 429, print');
+    await checkFlow(ctx);
   }
   return meta;
 }

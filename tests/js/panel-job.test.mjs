@@ -63,3 +63,14 @@ test('polls start quick and settle at one second', () => {
   assert.ok(pollDelayMs(2) > pollDelayMs(1));
   assert.equal(pollDelayMs(100), 1000);
 });
+
+test("a 429 shows the server's own sentence: rate limit and full queue differ", async () => {
+  const { tooManyMessage } = await import('../../web/static/js/logic/panel-job.js');
+  const rate = JSON.stringify({ error: { status: 429, message: 'You have started 12 experiments in the last minute, the most one student may.' } });
+  assert.equal(tooManyMessage(rate, 20), 'You have started 12 experiments in the last minute, the most one student may.');
+  const full = JSON.stringify({ error: { status: 429, message: 'The experiment queue is full: the GPU is busy.' } });
+  assert.match(tooManyMessage(full, 5), /queue is full/);
+  assert.notEqual(tooManyMessage(rate, 5), tooManyMessage(full, 5));
+  assert.match(tooManyMessage('not json', 7), /Try again in 7 s\./);
+  assert.match(tooManyMessage('{"error":{"message":"  "}}', 3), /queue is full/);
+});

@@ -51,7 +51,7 @@ pub async fn set_name(
         .db
         .run(move |conn| progress::set_display_name(conn, &student.0, value.as_deref()))
         .await?;
-    Ok(Redirect::to("/#you-heading"))
+    Ok(Redirect::to("/?saved=name#you-heading"))
 }
 
 /// `GET /me/export`: everything stored about this student, as a JSON download.

@@ -6,6 +6,7 @@ pub mod assets;
 pub mod experiments;
 pub mod health;
 pub mod instructor;
+pub mod learner;
 pub mod me;
 pub mod pages;
 pub mod playground;

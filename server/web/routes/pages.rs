@@ -1,10 +1,11 @@
-//! HTML pages: the course home, lessons, the about page and the 404 fallback. Lessons
-//! were rendered at start-up, so a lesson request only fills the page template.
+//! HTML pages: the course home, lessons and the 404 fallback. Lessons were rendered at
+//! start-up, so a lesson request only picks the encoding; the home page is the
+//! student's own (progress, where to continue, a just-saved name).
 
 use askama::Template;
 use std::collections::HashMap;
 
-use axum::extract::{Extension, OriginalUri, Path, State};
+use axum::extract::{Extension, OriginalUri, Path, Query, State};
 use axum::http::{HeaderMap, HeaderValue};
 use axum::response::{Html, Response};
 
@@ -12,23 +13,22 @@ use crate::course::FINAL_EXAM_ID;
 use crate::db::progress;
 use crate::web::error::AppError;
 use crate::web::identity::StudentId;
+use crate::web::learner_flow::continue_from;
 use crate::web::page::{HomePage, QuizState};
 use crate::web::state::AppState;
 
-/// `GET /`: the lesson list with this student's progress.
+/// `GET /`: the lesson list with this student's progress and where to continue;
+/// `?saved=name` confirms a display name just saved.
 pub async fn home(
     State(state): State<AppState>,
     Extension(student): Extension<StudentId>,
+    Query(query): Query<HashMap<String, String>>,
 ) -> Result<Html<String>, AppError> {
-    let (rows, display_name) = state
+    let data = state
         .db
-        .run(move |conn| {
-            Ok((
-                progress::progress(conn, &student.0)?,
-                progress::display_name(conn, &student.0)?,
-            ))
-        })
+        .run(move |conn| progress::export(conn, &student.0))
         .await?;
+    let (rows, display_name) = (&data.progress, data.display_name.clone());
     let by_quiz: HashMap<&str, &progress::QuizProgress> =
         rows.iter().map(|p| (p.quiz_id.as_str(), p)).collect();
     let states = state
@@ -48,6 +48,10 @@ pub async fn home(
             .filter(|p| p.passed && state.course.quiz(&p.quiz_id).is_some())
             .count(),
         display_name,
+        continue_at: continue_from(&state.course, &data.progress, &data.attempts),
+        device: &state.device,
+        saved: query.get("saved").is_some_and(|v| v == "name"),
+        script: state.assets.url("js/home.js"),
     };
     Ok(Html(page.render()?))
 }
@@ -68,11 +72,6 @@ pub async fn lesson(
         .get(&slug)
         .ok_or_else(|| AppError::NotFound(format!("/lessons/{slug}")))?;
     Ok(page.respond(&headers, PAGE_CACHE))
-}
-
-/// `GET /about`: how to run GPU Lab and the hardware slot.
-pub async fn about(State(state): State<AppState>, headers: HeaderMap) -> Response {
-    state.pages.about.respond(&headers, PAGE_CACHE)
 }
 
 /// Any other path: the 404 page.

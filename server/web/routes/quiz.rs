@@ -1,21 +1,27 @@
 //! Quizzes over HTTP: the form page, the form post (results page, no JavaScript needed)
 //! and the JSON API the page script uses to submit without a reload. Every path grades
-//! on the server, stores the attempt in one transaction, and only then answers.
+//! on the server, stores the attempt in one transaction, and only then answers. A
+//! refused form post shows the quiz again with the learner's answers and a message
+//! beside each question that needs another look.
 
 use axum::Json;
 use axum::body::Bytes;
 use axum::extract::{Extension, Path, State};
-use axum::response::Html;
+use axum::http::StatusCode;
+use axum::response::{Html, IntoResponse, Response};
 use serde::Serialize;
 
 use askama::Template;
 
+use crate::course::FINAL_EXAM_ID;
 use crate::course::quiz::{Graded, Quiz};
-use crate::course::{FINAL_EXAM_ID, submission};
+use crate::course::submission::{self, AnswerProblem};
 use crate::db::progress;
 use crate::web::error::{ApiError, AppError, ErrorBody};
 use crate::web::identity::StudentId;
-use crate::web::page::{QuizPage, QuizResultPage, QuizState};
+use crate::web::learner_flow::{Step, after_quiz};
+use crate::web::page::QuizState;
+use crate::web::quiz_pages::{QuizPage, QuizResultPage};
 use crate::web::state::AppState;
 
 fn find<'a>(state: &'a AppState, id: &str, path: &str) -> Result<&'a Quiz, AppError> {
@@ -25,21 +31,32 @@ fn find<'a>(state: &'a AppState, id: &str, path: &str) -> Result<&'a Quiz, AppEr
         .ok_or_else(|| AppError::NotFound(path.to_string()))
 }
 
-fn quiz_href(id: &str) -> String {
-    if id == FINAL_EXAM_ID {
-        "/final-exam".into()
-    } else {
-        format!("/lessons/{id}/quiz")
-    }
+/// This student's state on `quiz`, read from the database.
+async fn quiz_state(
+    state: &AppState,
+    student: &StudentId,
+    quiz: &Quiz,
+) -> Result<QuizState, AppError> {
+    let (id, quiz_id) = (student.0.clone(), quiz.id.clone());
+    let best = state
+        .db
+        .run(move |conn| {
+            Ok(progress::progress(conn, &id)?
+                .into_iter()
+                .find(|p| p.quiz_id == quiz_id))
+        })
+        .await?;
+    Ok(QuizState::from_progress(best.as_ref()))
 }
 
-/// Grades `answers` and stores the attempt; returns only after the commit.
+/// Grades `answers` and stores the attempt; returns only after the commit, with the
+/// student's state on the quiz including this attempt.
 async fn grade_and_store(
     state: &AppState,
     student: &StudentId,
     quiz: &Quiz,
     answers: Vec<crate::course::quiz::Answer>,
-) -> Result<Graded, AppError> {
+) -> Result<(Graded, QuizState), AppError> {
     if let Err(wait) = state.attempt_limiter.check(&student.0) {
         let secs = wait.as_secs_f64().ceil().max(1.0) as u64;
         return Err(AppError::TooMany {
@@ -51,68 +68,38 @@ async fn grade_and_store(
         });
     }
     let graded = quiz.grade(&answers);
-    let (student, quiz_id, stored) = (student.0.clone(), quiz.id.clone(), graded.clone());
+    let (id, quiz_id, stored) = (student.0.clone(), quiz.id.clone(), graded.clone());
     state
         .db
-        .run(move |conn| progress::record_attempt(conn, &student, &quiz_id, &stored))
+        .run(move |conn| progress::record_attempt(conn, &id, &quiz_id, &stored))
         .await?;
-    Ok(graded)
+    let after = quiz_state(state, student, quiz).await?;
+    Ok((graded, after))
 }
 
+/// The quiz form; with `given` and `problems` after a refused submission (answered 422
+/// then, so scripts and tests see the refusal while people see their answers).
 async fn quiz_page(
     state: &AppState,
     student: &StudentId,
     quiz: &Quiz,
-) -> Result<Html<String>, AppError> {
-    let (id, quiz_id) = (student.0.clone(), quiz.id.clone());
-    let best = state
-        .db
-        .run(move |conn| {
-            Ok(progress::progress(conn, &id)?
-                .into_iter()
-                .find(|p| p.quiz_id == quiz_id))
-        })
-        .await?;
-    let back_href = if quiz.id == FINAL_EXAM_ID {
-        "/".to_string()
+    given: &[(String, String)],
+    problems: Vec<AnswerProblem>,
+) -> Result<Response, AppError> {
+    let status = if problems.is_empty() {
+        StatusCode::OK
     } else {
-        format!("/lessons/{}", quiz.id)
+        StatusCode::UNPROCESSABLE_ENTITY
     };
-    let page = QuizPage {
-        layout: &state.layout,
+    let page = QuizPage::new(
+        &state.layout,
         quiz,
-        action: quiz_href(&quiz.id),
-        back_href,
-        state: QuizState::from_progress(best.as_ref()),
-        script: state.assets.url("js/quiz.js"),
-    };
-    Ok(Html(page.render()?))
-}
-
-fn result_page(state: &AppState, quiz: &Quiz, graded: &Graded) -> Result<Html<String>, AppError> {
-    let next = state.course.lesson(&quiz.id).and_then(|(_, _, next)| next);
-    let (next_href, next_label) = match next {
-        Some(lesson) => (
-            format!("/lessons/{}", lesson.slug),
-            format!("Next lesson: {}", lesson.title),
-        ),
-        None if quiz.id == FINAL_EXAM_ID => {
-            ("/".to_string(), "Back to the course home".to_string())
-        }
-        None => (
-            "/final-exam".to_string(),
-            "On to the final exam".to_string(),
-        ),
-    };
-    let page = QuizResultPage {
-        layout: &state.layout,
-        quiz,
-        graded,
-        retake_href: quiz_href(&quiz.id),
-        next_href,
-        next_label,
-    };
-    Ok(Html(page.render()?))
+        quiz_state(state, student, quiz).await?,
+        state.assets.url("js/quiz.js"),
+        given,
+        problems,
+    );
+    Ok((status, Html(page.render()?)).into_response())
 }
 
 async fn submit_form(
@@ -120,11 +107,16 @@ async fn submit_form(
     student: &StudentId,
     quiz: &Quiz,
     body: &[u8],
-) -> Result<Html<String>, AppError> {
-    let answers = submission::from_form(quiz, &crate::web::extract::form(body)?)
-        .map_err(AppError::Invalid)?;
-    let graded = grade_and_store(state, student, quiz, answers).await?;
-    result_page(state, quiz, &graded)
+) -> Result<Response, AppError> {
+    let pairs = crate::web::extract::form(body)?;
+    let answers = match submission::from_form(quiz, &pairs) {
+        Ok(answers) => answers,
+        Err(rejected) => return quiz_page(state, student, quiz, &pairs, rejected.problems).await,
+    };
+    let (graded, after) = grade_and_store(state, student, quiz, answers).await?;
+    let steps = after_quiz(&state.course, quiz, graded.passed);
+    let page = QuizResultPage::new(&state.layout, quiz, &graded, after, steps);
+    Ok(Html(page.render()?).into_response())
 }
 
 /// `GET /lessons/{slug}/quiz`.
@@ -132,9 +124,9 @@ pub async fn lesson_quiz(
     State(state): State<AppState>,
     Path(slug): Path<String>,
     Extension(student): Extension<StudentId>,
-) -> Result<Html<String>, AppError> {
+) -> Result<Response, AppError> {
     let quiz = find(&state, &slug, &format!("/lessons/{slug}/quiz"))?;
-    quiz_page(&state, &student, quiz).await
+    quiz_page(&state, &student, quiz, &[], Vec::new()).await
 }
 
 /// `POST /lessons/{slug}/quiz`: a plain form submission.
@@ -143,7 +135,7 @@ pub async fn submit_lesson_quiz(
     Path(slug): Path<String>,
     Extension(student): Extension<StudentId>,
     body: Bytes,
-) -> Result<Html<String>, AppError> {
+) -> Result<Response, AppError> {
     let quiz = find(&state, &slug, &format!("/lessons/{slug}/quiz"))?;
     submit_form(&state, &student, quiz, &body).await
 }
@@ -152,9 +144,9 @@ pub async fn submit_lesson_quiz(
 pub async fn final_exam(
     State(state): State<AppState>,
     Extension(student): Extension<StudentId>,
-) -> Result<Html<String>, AppError> {
+) -> Result<Response, AppError> {
     let quiz = find(&state, FINAL_EXAM_ID, "/final-exam")?;
-    quiz_page(&state, &student, quiz).await
+    quiz_page(&state, &student, quiz, &[], Vec::new()).await
 }
 
 /// `POST /final-exam`.
@@ -162,7 +154,7 @@ pub async fn submit_final_exam(
     State(state): State<AppState>,
     Extension(student): Extension<StudentId>,
     body: Bytes,
-) -> Result<Html<String>, AppError> {
+) -> Result<Response, AppError> {
     let quiz = find(&state, FINAL_EXAM_ID, "/final-exam")?;
     submit_form(&state, &student, quiz, &body).await
 }
@@ -226,7 +218,8 @@ pub struct JsonSubmission {
     answers: serde_json::Map<String, serde_json::Value>,
 }
 
-/// One answer: an option index, a number, or a list of option indices.
+/// One answer: an option index, a number (or the text typed for it, read the way the
+/// lessons print numbers: `1,048,576`, `14.9 GiB`), or a list of option indices.
 #[derive(serde::Deserialize, utoipa::ToSchema)]
 #[serde(untagged)]
 #[allow(dead_code)]
@@ -235,8 +228,23 @@ pub enum AnswerValue {
     Choice(u64),
     /// A numeric answer.
     Number(f64),
+    /// A numeric answer as typed.
+    Text(String),
     /// The chosen options' indices.
     Choices(Vec<u64>),
+}
+
+/// A graded attempt, with the student's state on the quiz after it and the steps to
+/// offer next.
+#[derive(Serialize)]
+pub struct AttemptResult {
+    /// The grading, question by question.
+    #[serde(flatten)]
+    pub graded: Graded,
+    /// The quiz's status line after this attempt.
+    pub state: QuizState,
+    /// Where to go from here (next lesson, review, retake, completion page).
+    pub next: Vec<Step>,
 }
 
 /// `POST /api/quizzes/{id}/attempts` with `{"answers": {"<question id>": …}}`.
@@ -248,19 +256,23 @@ pub enum AnswerValue {
         (status = 400, description = "Not JSON of that shape", body = ErrorBody),
         (status = 404, description = "No such quiz", body = ErrorBody),
         (status = 413, description = "Body too large", body = ErrorBody),
-        (status = 422, description = "An unknown question or an answer of the wrong kind", body = ErrorBody),
+        (status = 422, description = "Unanswered questions, an unreadable number, an unknown question or an answer of the wrong kind; `error.problems` names each question", body = ErrorBody),
     ))]
 pub async fn api_submit(
     State(state): State<AppState>,
     Path(id): Path<String>,
     Extension(student): Extension<StudentId>,
     body: Bytes,
-) -> Result<Json<Graded>, ApiError> {
+) -> Result<Json<AttemptResult>, ApiError> {
     let quiz = find(&state, &id, &format!("/api/quizzes/{id}/attempts"))?;
     let submission: JsonSubmission =
         crate::web::extract::json(&body, "{\"answers\": {\"<question id>\": <answer>}}")?;
-    let answers = submission::from_json(quiz, &submission.answers).map_err(AppError::Invalid)?;
-    Ok(Json(
-        grade_and_store(&state, &student, quiz, answers).await?,
-    ))
+    let answers = submission::from_json(quiz, &submission.answers).map_err(AppError::Answers)?;
+    let (graded, state_after) = grade_and_store(&state, &student, quiz, answers).await?;
+    let next = after_quiz(&state.course, quiz, graded.passed);
+    Ok(Json(AttemptResult {
+        graded,
+        state: state_after,
+        next,
+    }))
 }

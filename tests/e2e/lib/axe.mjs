@@ -1,8 +1,11 @@
-// Check (c): axe-core on every lesson, home, about, lesson 1's quiz and the final exam,
-// in light and dark, after the widgets mounted. Fails on any violation of impact
-// "serious" or "critical" and prints rule, impact, target selectors and help for each.
-// Injecting axe needs a script the site's CSP (script-src 'self') would block, so this
-// pass alone uses a browser context with bypassCSP: true.
+// Check (c): axe-core on every lesson, home, about, search, lesson 1's quiz and the
+// final exam, in light and dark, after the widgets mounted, with axe's default rules
+// and its experimental ones (label-content-name-mismatch among the rules checked).
+// Pages whose controls only appear after use are put in that state first: the
+// allocator playground gets a live tensor (its "del" buttons). Fails on any violation
+// of impact "serious" or "critical" and prints rule, impact, target selectors and help
+// for each. Injecting axe needs a script the site's CSP (script-src 'self') would
+// block, so this pass alone uses a browser context with bypassCSP: true.
 
 import { createRequire } from 'node:module';
 import { FINAL_EXAM_PATH, lessonPath, quizPath } from './course.mjs';
@@ -17,6 +20,7 @@ export async function checkAccessibility(ctx) {
   const pages = [
     { id: 'home', path: '/' },
     { id: 'about', path: '/about' },
+    { id: 'search', path: '/search?q=pinned+memory' },
     { id: `quiz ${lessons[0].slug}`, path: quizPath(lessons[0].slug) },
     { id: 'final exam', path: FINAL_EXAM_PATH },
     ...lessons.map((l) => ({ id: l.slug, path: lessonPath(l.slug), lesson: true })),
@@ -36,10 +40,18 @@ export async function checkAccessibility(ctx) {
         await report.check('axe', `${target.id} (${scheme})`, async () => {
           const response = await page.goto(`${origin}${target.path}`, { waitUntil: 'load' });
           if (!response || response.status() !== 200) throw new Error(`GET ${target.path} answered ${response?.status() ?? 'nothing'}`);
-          if (target.lesson) await waitForMount(page, timeouts.mount);
+          if (target.lesson) {
+            await waitForMount(page, timeouts.mount);
+            await useControls(page);
+          }
           await page.addScriptTag({ path: AXE_PATH });
           const results = await withTimeout(
-            page.evaluate(() => window.axe.run(document, { resultTypes: ['violations'] })),
+            page.evaluate(() => {
+              // Every experimental rule on, besides the default set.
+              const experimental = window.axe.getRules(['experimental']).map((r) => r.ruleId);
+              const rules = Object.fromEntries(['label-content-name-mismatch', ...experimental].map((id) => [id, { enabled: true }]));
+              return window.axe.run(document, { resultTypes: ['violations'], rules });
+            }),
             60_000,
             'axe.run',
           );
@@ -50,6 +62,18 @@ export async function checkAccessibility(ctx) {
       await withTimeout(context.close(), 10_000, 'closing the axe context').catch(() => {});
     }
   }
+}
+
+/**
+ * Brings out controls that only exist after use, so axe sees them: a live tensor in the
+ * allocator playground (each gets a "del" button). Each scheme's context is a new
+ * student, so the playground starts empty every time.
+ */
+async function useControls(page) {
+  const playground = page.locator('figure[data-experiment="allocator-playground"]');
+  if ((await playground.count()) === 0) return;
+  await playground.getByRole('button', { name: /^Allocate$/ }).click();
+  await playground.locator('.exp-tensors button').first().waitFor({ state: 'visible', timeout: 15_000 });
 }
 
 /** Throws a readable list of serious/critical violations; else a note of the minor ones. */

@@ -18,6 +18,8 @@ export async function takeScreenshots(ctx) {
   mkdirSync(dir, { recursive: true });
   const pages = [
     { id: 'home', path: '/' },
+    { id: 'about', path: '/about' },
+    { id: 'search-results', path: '/search?q=pinned+memory' },
     { id: `quiz-${lessons[0].slug}`, path: quizPath(lessons[0].slug) },
     ...lessons.map((l) => ({ id: l.slug, path: lessonPath(l.slug), lesson: true })),
   ];

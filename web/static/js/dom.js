@@ -1,6 +1,8 @@
 // Small DOM helpers shared by every widget and experiment panel: building elements
-// without innerHTML (the site's CSP and its escaping rules forbid markup from strings)
-// and reading the reader's motion preference.
+// without innerHTML (the site's CSP and its escaping rules forbid markup from strings),
+// text whose `code spans` become <code>, and reading the reader's motion preference.
+
+import { splitInlineCode } from './logic/inline-code.js';
 
 function append(node, children) {
   for (const child of children) {
@@ -32,6 +34,14 @@ export function el(tag, attrs, ...children) {
   }
   append(node, children);
   return node;
+}
+
+/**
+ * `text` as nodes to append: plain runs as text, `code spans` as <code> elements, so
+ * a message such as "run `gpulab selftest`" never shows its backticks.
+ */
+export function richText(text) {
+  return splitInlineCode(text).map((run) => (run.code ? el('code', {}, run.text) : document.createTextNode(run.text)));
 }
 
 /** True when the reader asked for reduced motion: widgets jump to the end state. */

@@ -3,6 +3,13 @@
 // is handed to its ES module, `widgets/<name>.js` or `experiments/<name>.js`, whose
 // `mount(figure, params)` builds the interactive version. Without JavaScript, or if a
 // module fails, the figure keeps the server-rendered fallback, so the lesson still reads.
+// The page's reading aids come from here too: a copy button on each code block, a
+// note under tables that scroll sideways, and this browser's memory of the last lesson
+// opened (the home page's "Continue where you left off" prefers it).
+
+import { addCopyButtons } from './code-copy.js';
+import { rememberLesson } from './reading-place.js';
+import { watchAllScrollers } from './scroll-hint.js';
 
 const figures = document.querySelectorAll(
   'figure.directive[data-widget], figure.directive[data-experiment]',
@@ -34,3 +41,7 @@ for (const figure of figures) {
     figure.append(note);
   });
 }
+
+addCopyButtons(document.querySelector('main') || document);
+watchAllScrollers(document);
+rememberLesson(document);

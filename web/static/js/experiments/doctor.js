@@ -4,7 +4,7 @@
 // first broken layer flagged as the place to start, and the verdict on top.
 
 import {
-  el, showResults, panelShell, statusArea, resultsArea, requestJson, loadDevice, finding,
+  el, richText, showResults, panelShell, statusArea, resultsArea, requestJson, loadDevice, finding,
 } from './panel.js';
 
 const STATUS_WORDS = { ok: 'OK', failed: 'Failed', skipped: 'Skipped' };
@@ -17,7 +17,7 @@ function layerItem(layer, isFirstBroken) {
       el('span', { class: 'exp-layer-name' }, layer.name),
       isFirstBroken ? el('span', { class: 'exp-first-broken' }, '← first broken layer: start here') : null,
     ),
-    el('p', { class: 'exp-layer-detail' }, layer.detail),
+    el('p', { class: 'exp-layer-detail' }, richText(layer.detail)),
   );
 }
 

@@ -3,10 +3,11 @@
 // headline statistics, the provenance stamp and the CPU-backend banners. panel.js
 // re-exports everything here, so an experiment module imports from one place.
 
-import { el } from '../dom.js';
+import { el, richText } from '../dom.js';
+import { watchScroll } from '../scroll-hint.js';
 import { formatSig } from '../logic/panel-format.js';
 
-export { el };
+export { el, richText };
 
 let idCounter = 0;
 
@@ -33,10 +34,10 @@ export function dataTable({ caption, columns, rows }) {
     )),
   );
   const table = el('table', { class: 'exp-table', 'aria-labelledby': titleId }, el('thead', {}, head), el('tbody', {}, body));
-  return el('div', { class: 'exp-table-block' },
-    el('p', { class: 'exp-table-title', id: titleId }, caption),
-    el('div', { class: 'exp-table-wrap', role: 'region', 'aria-labelledby': titleId, tabindex: '0' }, table),
-  );
+  const wrap = el('div', { class: 'exp-table-wrap', role: 'region', 'aria-labelledby': titleId, tabindex: '0' }, table);
+  const block = el('div', { class: 'exp-table-block' }, el('p', { class: 'exp-table-title', id: titleId }, caption), wrap);
+  watchScroll(wrap);
+  return block;
 }
 
 /** Replaces the results area's content; null / false entries (optional parts) are skipped. */
@@ -56,7 +57,7 @@ export function statList(items) {
 
 /** A short paragraph of findings under a result. */
 export function finding(text, tone = 'plain') {
-  return el('p', { class: `exp-finding exp-finding-${tone}` }, text);
+  return el('p', { class: `exp-finding exp-finding-${tone}` }, richText(text));
 }
 
 const BACKEND_WORDS = { cuda: 'GPU (CUDA)', cpu: 'CPU' };
@@ -92,7 +93,7 @@ export function cpuBanner(device) {
   return el('p', { class: 'exp-banner', role: 'note' },
     el('strong', {}, 'No GPU on this server. '),
     `The numbers here come from the server's CPU (${device.name}), not from a GPU. `,
-    reason ? `Why: ${reason[1]}.` : device.note || '',
+    richText(reason ? `Why: ${reason[1]}.` : device.note || ''),
   );
 }
 

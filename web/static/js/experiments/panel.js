@@ -6,10 +6,10 @@
 // sentence. The experiment modules draw only their results; the view helpers they use
 // (tables, provenance, legend) live in panel-view.js and are re-exported here.
 
-import { el, uniqueId, cpuBanner } from './panel-view.js';
+import { el, richText, uniqueId, cpuBanner } from './panel-view.js';
 import { clampInt } from '../logic/numbers.js';
 import {
-  apiErrorMessage, jobStatusText, pollDelayMs, queueFullMessage, retryAfterSeconds,
+  apiErrorMessage, jobStatusText, pollDelayMs, retryAfterSeconds, tooManyMessage,
 } from '../logic/panel-job.js';
 
 export * from './panel-view.js';
@@ -64,8 +64,10 @@ export async function requestJson(method, url, body) {
   }
   const text = await response.text();
   if (response.status === 429) {
+    // The server says which limit it is (the shared queue is full, or this student's
+    // rate is used up): show its sentence, not a guess.
     const seconds = retryAfterSeconds(response.headers.get('retry-after'));
-    return { ok: false, status: 429, data: null, message: queueFullMessage(seconds), retryAfter: seconds };
+    return { ok: false, status: 429, data: null, message: tooManyMessage(text, seconds), retryAfter: seconds };
   }
   if (!response.ok) return { ok: false, status: response.status, data: null, message: apiErrorMessage(response.status, text) };
   try {
@@ -150,8 +152,11 @@ export function statusArea(initial = 'Not run yet.') {
   const elapsed = el('span', { class: 'exp-elapsed', 'aria-hidden': 'true' });
   const element = el('div', { class: 'exp-status' }, text, el('div', { class: 'exp-progress-row' }, progress, elapsed));
   let timer = null;
+  let shown = initial;
   const set = (message, tone = 'plain') => {
-    if (text.textContent !== message) text.textContent = message;
+    // `code spans` in a server message are set as code, never shown with backticks.
+    if (shown !== message) text.replaceChildren(...richText(message));
+    shown = message;
     text.className = `exp-status-text exp-status-${tone}`;
   };
   const busy = (on) => {

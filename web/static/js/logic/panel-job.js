@@ -33,6 +33,21 @@ export function queueFullMessage(seconds) {
 }
 
 /**
+ * The sentence for a 429: the server's own message (it says which limit was reached:
+ * the shared queue, or this student's rate), else the queue-full sentence.
+ */
+export function tooManyMessage(bodyText, seconds) {
+  try {
+    const body = JSON.parse(bodyText);
+    const message = body && body.error && body.error.message;
+    if (typeof message === 'string' && message.trim()) return message.trim();
+  } catch {
+    // Not JSON: fall back to the generic sentence.
+  }
+  return queueFullMessage(seconds);
+}
+
+/**
  * One sentence for a failed request: the server's own message when the body is its
  * JSON error, otherwise a sentence chosen by status.
  */
