@@ -31,7 +31,7 @@ export default async function check({ figure, assert }) {
   assert.equal(await number('Allocated (live tensors)'), 3 * MIB);
   assert.equal(await number('Reserved (pool)'), 3 * MIB);
 
-  await figure.getByRole('button', { name: 'Free weights (del weights)' }).click();
+  await figure.getByRole('button', { name: 'del weights: free the tensor weights' }).click();
   await status.filter({ hasText: 'del weights' }).waitFor({ timeout: 60_000 });
   assert.equal(await number('Allocated (live tensors)'), 1 * MIB, 'freeing drops allocated');
   assert.equal(await number('Reserved (pool)'), 3 * MIB, 'freeing keeps the block reserved');
