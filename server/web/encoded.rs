@@ -13,9 +13,11 @@ use std::io::Write as _;
 use std::sync::{Arc, Mutex, OnceLock};
 
 use axum::body::{Body, Bytes};
-use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::Response;
 use sha2::{Digest, Sha256};
+
+use super::extract::CacheHeaders;
 
 /// Bodies smaller than this are sent as they are: compression would save next to nothing.
 const COMPRESS_FROM: usize = 1024;
@@ -32,30 +34,33 @@ pub enum Coding {
 }
 
 /// The coding to send for `accept` (an `Accept-Encoding` value): Brotli, then gzip, then
-/// identity, skipping any the client refuses with `q=0`.
+/// identity, skipping any the client refuses with `q=0`. Allocation-free: it runs on
+/// every page view.
 pub fn negotiate(accept: Option<&str>) -> Coding {
     let Some(accept) = accept else {
         return Coding::Identity;
     };
-    let mut quality: HashMap<String, f32> = HashMap::new();
+    // The q-value each name was given (None: not named); a later mention wins.
+    let (mut br, mut gzip, mut any) = (None, None, None);
     for item in accept.split(',') {
         let mut parts = item.split(';');
-        let name = parts.next().unwrap_or("").trim().to_ascii_lowercase();
+        let name = parts.next().unwrap_or("").trim();
         let q = parts
             .find_map(|p| p.trim().strip_prefix("q="))
             .and_then(|q| q.trim().parse::<f32>().ok())
             .unwrap_or(1.0);
-        quality.insert(name, q);
+        if name.eq_ignore_ascii_case("br") {
+            br = Some(q);
+        } else if name.eq_ignore_ascii_case("gzip") {
+            gzip = Some(q);
+        } else if name == "*" {
+            any = Some(q);
+        }
     }
-    let accepts = |name: &str| {
-        quality
-            .get(name)
-            .or_else(|| quality.get("*"))
-            .is_some_and(|q| *q > 0.0)
-    };
-    if accepts("br") {
+    let accepts = |q: Option<f32>| q.or(any).is_some_and(|q| q > 0.0);
+    if accepts(br) {
         Coding::Br
-    } else if accepts("gzip") {
+    } else if accepts(gzip) {
         Coding::Gzip
     } else {
         Coding::Identity
@@ -68,6 +73,8 @@ pub struct Encoded {
     br: OnceLock<Option<Bytes>>,
     gzip: OnceLock<Option<Bytes>>,
     hash: String,
+    /// The ETags of identity, Brotli and gzip, built once.
+    etags: [HeaderValue; 3],
     content_type: HeaderValue,
 }
 
@@ -89,8 +96,14 @@ impl Encoded {
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         Arc::clone(cache.entry(key).or_insert_with(|| {
+            let hash: String = key.iter().take(16).map(|b| format!("{b:02x}")).collect();
+            let etag = |suffix: &str| {
+                HeaderValue::from_str(&format!("\"{hash}{suffix}\""))
+                    .expect("hex digits make a valid header value")
+            };
             Arc::new(Self {
-                hash: key.iter().take(16).map(|b| format!("{b:02x}")).collect(),
+                etags: [etag(""), etag("-br"), etag("-gz")],
+                hash,
                 content_type: HeaderValue::from_str(content_type)
                     .unwrap_or(HeaderValue::from_static("application/octet-stream")),
                 identity: bytes.into(),
@@ -116,12 +129,13 @@ impl Encoded {
     }
 
     /// The strong ETag of one encoding: each encoding is its own representation.
-    pub fn etag(&self, coding: Coding) -> String {
-        match coding {
-            Coding::Identity => format!("\"{}\"", self.hash),
-            Coding::Br => format!("\"{}-br\"", self.hash),
-            Coding::Gzip => format!("\"{}-gz\"", self.hash),
-        }
+    pub fn etag(&self, coding: Coding) -> &HeaderValue {
+        let index = match coding {
+            Coding::Identity => 0,
+            Coding::Br => 1,
+            Coding::Gzip => 2,
+        };
+        &self.etags[index]
     }
 
     fn compressible(&self) -> bool {
@@ -177,29 +191,26 @@ impl Encoded {
     }
 
     /// The response to a GET with `request` headers, cached by browsers as `cache_control`.
-    pub fn respond(&self, request: &HeaderMap, cache_control: HeaderValue) -> Response {
+    pub fn respond(&self, request: &CacheHeaders, cache_control: HeaderValue) -> Response {
         let accept = request
-            .get(header::ACCEPT_ENCODING)
+            .accept_encoding
+            .as_ref()
             .and_then(|v| v.to_str().ok());
         let wanted = negotiate(accept);
         let (coding, body) = match self.body(wanted) {
             Some(body) => (wanted, body),
             None => (Coding::Identity, &self.identity),
         };
-        let etag = self.etag(coding);
+        let etag = self.etag(coding).clone();
+        // Any current ETag matches: each encoding decodes to the same bytes.
         let matches = request
-            .get(header::IF_NONE_MATCH)
+            .if_none_match
+            .as_ref()
             .and_then(|v| v.to_str().ok())
             .is_some_and(|list| {
                 list.split(',')
                     .map(|t| t.trim().trim_start_matches("W/"))
-                    .any(|t| {
-                        t == "*"
-                            || t == etag
-                            || [Coding::Identity, Coding::Br, Coding::Gzip]
-                                .iter()
-                                .any(|c| t == self.etag(*c))
-                    })
+                    .any(|t| t == "*" || self.etags.iter().any(|e| e.as_bytes() == t.as_bytes()))
             });
         let mut builder = Response::builder()
             .header(header::ETAG, etag)
@@ -260,14 +271,21 @@ mod tests {
 
     #[test]
     fn a_current_etag_gets_304_with_no_body() {
+        use axum::http::HeaderMap;
         let encoded = Encoded::new("x".repeat(4096).into_bytes(), "text/css");
         let mut headers = HeaderMap::new();
         headers.insert(header::ACCEPT_ENCODING, HeaderValue::from_static("br"));
-        let first = encoded.respond(&headers, HeaderValue::from_static("no-cache"));
+        let first = encoded.respond(
+            &CacheHeaders::from_headers(&headers),
+            HeaderValue::from_static("no-cache"),
+        );
         assert_eq!(first.headers()[header::CONTENT_ENCODING], "br");
         let etag = first.headers()[header::ETAG].clone();
         headers.insert(header::IF_NONE_MATCH, etag);
-        let again = encoded.respond(&headers, HeaderValue::from_static("no-cache"));
+        let again = encoded.respond(
+            &CacheHeaders::from_headers(&headers),
+            HeaderValue::from_static("no-cache"),
+        );
         assert_eq!(again.status(), StatusCode::NOT_MODIFIED);
         assert!(again.headers().get(header::CONTENT_LENGTH).is_none());
     }

@@ -27,7 +27,13 @@ pub fn random_token() -> String {
     let mut bytes = [0u8; 16];
     // The OS random source failing is not something a web server can recover from.
     getrandom::fill(&mut bytes).expect("the operating system's random source is available");
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    let mut text = String::with_capacity(32);
+    for b in bytes {
+        text.push(char::from(HEX[usize::from(b >> 4)]));
+        text.push(char::from(HEX[usize::from(b & 0x0f)]));
+    }
+    text
 }
 
 /// Whether `value` looks like an id we issued (anything else is replaced, not trusted).

@@ -3,10 +3,11 @@
 //! up in the embedded table only, so `..` can never reach the file system.
 
 use axum::extract::{Path, RawQuery, State};
-use axum::http::{HeaderMap, HeaderValue};
+use axum::http::HeaderValue;
 use axum::response::Response;
 
 use crate::web::error::AppError;
+use crate::web::extract::CacheHeaders;
 use crate::web::state::AppState;
 
 /// Pages link assets with `?v=<hash>`: such a URL never changes content, so browsers
@@ -21,7 +22,7 @@ pub async fn asset(
     State(state): State<AppState>,
     Path(path): Path<String>,
     RawQuery(query): RawQuery,
-    headers: HeaderMap,
+    headers: CacheHeaders,
 ) -> Result<Response, AppError> {
     let asset = state
         .assets

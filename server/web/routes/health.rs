@@ -75,16 +75,14 @@ pub fn method_label(method: &axum::http::Method) -> &'static str {
 
 /// Middleware: records every request's route, status and latency.
 pub async fn track(State(state): State<AppState>, request: Request, next: Next) -> Response {
-    let route = request
-        .extensions()
-        .get::<MatchedPath>()
-        .map_or_else(|| "unmatched".to_string(), |p| p.as_str().to_string());
-    let method = method_label(request.method()).to_string();
+    // A clone of the matched route (an `Arc<str>`), not a copy: this runs on every request.
+    let route = request.extensions().get::<MatchedPath>().cloned();
+    let method = method_label(request.method());
     let started = Instant::now();
     let response = next.run(request).await;
     state.metrics.observe(
-        &route,
-        &method,
+        route.as_ref().map_or("unmatched", MatchedPath::as_str),
+        method,
         response.status().as_str(),
         started.elapsed().as_secs_f64(),
     );

@@ -13,6 +13,7 @@ use crate::course::search::MAX_QUERY_CHARS;
 use crate::course::{FINAL_EXAM_ID, notebook};
 use crate::db::progress;
 use crate::web::error::AppError;
+use crate::web::extract::CacheHeaders;
 use crate::web::identity::StudentId;
 use crate::web::learner_flow::long_date;
 use crate::web::learner_pages::{
@@ -170,7 +171,7 @@ fn download(
     state: &AppState,
     slug: &str,
     extension: &str,
-    headers: &HeaderMap,
+    headers: &CacheHeaders,
 ) -> Result<Response, AppError> {
     let not_found = || AppError::NotFound(format!("/lessons/{slug}/code.{extension}"));
     let (lesson, _, _) = state.course.lesson(slug).ok_or_else(not_found)?;
@@ -197,7 +198,7 @@ fn download(
 pub async fn lesson_script(
     State(state): State<AppState>,
     Path(slug): Path<String>,
-    headers: HeaderMap,
+    headers: CacheHeaders,
 ) -> Result<Response, AppError> {
     download(&state, &slug, "py", &headers)
 }
@@ -206,7 +207,7 @@ pub async fn lesson_script(
 pub async fn lesson_notebook(
     State(state): State<AppState>,
     Path(slug): Path<String>,
-    headers: HeaderMap,
+    headers: CacheHeaders,
 ) -> Result<Response, AppError> {
     download(&state, &slug, "ipynb", &headers)
 }

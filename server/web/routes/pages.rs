@@ -6,12 +6,13 @@ use askama::Template;
 use std::collections::HashMap;
 
 use axum::extract::{Extension, OriginalUri, Path, Query, State};
-use axum::http::{HeaderMap, HeaderValue};
+use axum::http::HeaderValue;
 use axum::response::{Html, Response};
 
 use crate::course::FINAL_EXAM_ID;
 use crate::db::progress;
 use crate::web::error::AppError;
+use crate::web::extract::CacheHeaders;
 use crate::web::identity::StudentId;
 use crate::web::learner_flow::continue_from;
 use crate::web::page::{HomePage, QuizState};
@@ -64,7 +65,7 @@ const PAGE_CACHE: HeaderValue = HeaderValue::from_static("no-cache");
 pub async fn lesson(
     State(state): State<AppState>,
     Path(slug): Path<String>,
-    headers: HeaderMap,
+    headers: CacheHeaders,
 ) -> Result<Response, AppError> {
     let page = state
         .pages
