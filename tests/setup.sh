@@ -98,10 +98,18 @@ fi
 # libraries). Installed again only when that file changes.
 REFERENCE_VENV=target/reference-venv
 if ! cmp -s tests/gpu/requirements.txt "$REFERENCE_VENV/.installed-requirements.txt"; then
+  # PyTorch's wheels unpack to about 5.4 GiB (and pip needs room to unpack them): say so
+  # plainly instead of failing halfway with pip's "No space left on device".
+  mkdir -p target
+  free_kib=$(df -Pk target | awk 'NR == 2 { print $4 }')
+  if ((free_kib < 8 * 1024 * 1024)); then
+    echo "setup: the reference venv (PyTorch, numpy; about 5.4 GiB) needs 8 GiB free beside target/, and $((free_kib / 1024)) MiB are free: free some disk space and run again" >&2
+    exit 1
+  fi
   command -v python3 >/dev/null || { echo "setup: python3 is required for the GPU chain's reference venv" >&2; exit 1; }
   echo "setup: installing tests/gpu/requirements.txt (PyTorch, numpy) into $REFERENCE_VENV"
   rm -rf "$REFERENCE_VENV"
   python3 -m venv "$REFERENCE_VENV"
-  "$REFERENCE_VENV/bin/pip" install -q --disable-pip-version-check --no-deps -r tests/gpu/requirements.txt
+  "$REFERENCE_VENV/bin/pip" install -q --disable-pip-version-check --no-cache-dir --no-deps -r tests/gpu/requirements.txt
   cp tests/gpu/requirements.txt "$REFERENCE_VENV/.installed-requirements.txt"
 fi
