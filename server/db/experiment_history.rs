@@ -134,7 +134,7 @@ mod tests {
         assert_eq!(stored[0].run.experiment, "matmul");
         assert_eq!(stored[0].run.error.as_deref(), Some("out of memory"));
         assert_eq!(stored[1].run.params.chars().count(), MAX_TEXT_CHARS);
-        let totals = db.run_blocking(totals_by_student).unwrap();
+        let totals = db.run_blocking(|conn| totals_by_student(conn)).unwrap();
         assert_eq!(totals, vec![("a".repeat(32), 1, 1, 3.0)]);
     }
 }
