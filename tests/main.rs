@@ -4,6 +4,7 @@
 mod abuse;
 mod bad_input;
 mod class_mode;
+mod cockpit;
 mod cli;
 mod config_table;
 mod content;
