@@ -4,8 +4,8 @@
 mod abuse;
 mod bad_input;
 mod class_mode;
-mod cockpit;
 mod cli;
+mod cockpit;
 mod config_table;
 mod content;
 mod cuda_libraries;

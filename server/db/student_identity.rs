@@ -71,12 +71,10 @@ pub fn ensure_resume_code(conn: &mut Connection, student: &str) -> Result<String
     }
     let code = loop {
         let code = new_code();
-        let taken = tx
-            .execute(
-                "INSERT OR IGNORE INTO resume_codes (code, student_id) VALUES (?1, ?2)",
-                params![code, student],
-            )?
-            == 0;
+        let taken = tx.execute(
+            "INSERT OR IGNORE INTO resume_codes (code, student_id) VALUES (?1, ?2)",
+            params![code, student],
+        )? == 0;
         if !taken {
             break code;
         }
@@ -143,7 +141,11 @@ mod tests {
             Some("ABCDEFGHJKM0".into())
         );
         assert_eq!(normalise_code("ABCD-EFGH-JKM"), None, "too short");
-        assert_eq!(normalise_code("ABCD-EFGH-JKMU"), None, "U is not in the alphabet");
+        assert_eq!(
+            normalise_code("ABCD-EFGH-JKMU"),
+            None,
+            "U is not in the alphabet"
+        );
         assert_eq!(normalise_code("ÀBCD-EFGH-JKMN"), None);
     }
 

@@ -512,10 +512,11 @@ pub fn spawn_worker<J: Send + 'static>(
         .spawn(move || {
             while let Some((id, job)) = queue.next() {
                 let started = Instant::now();
-                let state = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| work(id, job)))
-                    .unwrap_or_else(|panic| JobState::Failed {
-                        error: format!("the experiment crashed: {}", panic_message(&*panic)),
-                    });
+                let state =
+                    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| work(id, job)))
+                        .unwrap_or_else(|panic| JobState::Failed {
+                            error: format!("the experiment crashed: {}", panic_message(&*panic)),
+                        });
                 queue.finish(id, state, started.elapsed());
             }
         })

@@ -180,7 +180,9 @@ impl View {
                 SortKey::Stuck => a.stuck().cmp(&b.stuck()),
                 SortKey::Quiz(i) => {
                     let score = |r: &Row| r.cells.get(i).cloned().flatten().map(|c| c.best_percent);
-                    score(a).partial_cmp(&score(b)).unwrap_or(std::cmp::Ordering::Equal)
+                    score(a)
+                        .partial_cmp(&score(b))
+                        .unwrap_or(std::cmp::Ordering::Equal)
                 }
             };
             let primary = if self.descending {
@@ -206,7 +208,10 @@ impl View {
 pub fn quiz_figures(rows: &[Row], quizzes: usize) -> Vec<QuizFigures> {
     (0..quizzes)
         .map(|i| {
-            let cells: Vec<&Cell> = rows.iter().filter_map(|r| r.cells.get(i)?.as_ref()).collect();
+            let cells: Vec<&Cell> = rows
+                .iter()
+                .filter_map(|r| r.cells.get(i)?.as_ref())
+                .collect();
             let passed = cells.iter().filter(|c| c.passed).count();
             let mut scores: Vec<f64> = cells.iter().map(|c| c.best_percent).collect();
             scores.sort_by(f64::total_cmp);

@@ -104,7 +104,13 @@ pub fn gradebook_href(view: &View, sort: &str, descending: bool, page: usize) ->
 
 /// The header for `key`: a click sorts by it (descending first for scores, activity and
 /// flags; ascending for names), or reverses it when it is the current sort.
-pub fn sort_header(view: &View, key: SortKey, label: &str, title: &str, quiz_ids: &[&str]) -> SortHeader {
+pub fn sort_header(
+    view: &View,
+    key: SortKey,
+    label: &str,
+    title: &str,
+    quiz_ids: &[&str],
+) -> SortHeader {
     let current = view.sort == key;
     let descending = if current {
         !view.descending
@@ -115,7 +121,11 @@ pub fn sort_header(view: &View, key: SortKey, label: &str, title: &str, quiz_ids
         label: label.to_string(),
         title: title.to_string(),
         href: gradebook_href(view, &sort_param(&key, quiz_ids), descending, 1),
-        aria_sort: current.then_some(if view.descending { "descending" } else { "ascending" }),
+        aria_sort: current.then_some(if view.descending {
+            "descending"
+        } else {
+            "ascending"
+        }),
     }
 }
 

@@ -124,14 +124,23 @@ pub fn router(state: AppState) -> Router {
         .route("/instructor", get(instructor::gradebook))
         .route("/instructor/login", post(instructor::login))
         .route("/instructor/logout", post(instructor::logout))
-        .route("/instructor/grades.csv", get(instructor_exports::grades_csv))
-        .route("/instructor/missed.csv", get(instructor_exports::missed_csv))
+        .route(
+            "/instructor/grades.csv",
+            get(instructor_exports::grades_csv),
+        )
+        .route(
+            "/instructor/missed.csv",
+            get(instructor_exports::missed_csv),
+        )
         .route("/instructor/live.json", get(instructor_cockpit::live_json))
         .route(
             "/instructor/students/rename",
             post(instructor_cockpit::rename),
         )
-        .route("/instructor/students/merge", post(instructor_cockpit::merge))
+        .route(
+            "/instructor/students/merge",
+            post(instructor_cockpit::merge),
+        )
         .route("/static/{*path}", get(assets::asset))
         .fallback(pages::not_found)
         .layer(Extension(document))

@@ -14,7 +14,12 @@ const ROUTES: [(&str, &str); 5] = [
     ("POST", "/instructor/students/merge"),
 ];
 
-async fn send(client: &reqwest::Client, method: &str, url: String, bearer: Option<&str>) -> StatusCode {
+async fn send(
+    client: &reqwest::Client,
+    method: &str,
+    url: String,
+    bearer: Option<&str>,
+) -> StatusCode {
     let request = match method {
         "GET" => client.get(url),
         _ => client
@@ -31,14 +36,30 @@ async fn send(client: &reqwest::Client, method: &str, url: String, bearer: Optio
 #[tokio::test]
 async fn cockpit_routes_refuse_students_and_wrong_tokens() {
     let app = spawn_with_token(TOKEN).await;
-    let live = send(&reqwest::Client::new(), "GET", format!("{}/instructor/live.json", app.base), Some(TOKEN)).await;
+    let live = send(
+        &reqwest::Client::new(),
+        "GET",
+        format!("{}/instructor/live.json", app.base),
+        Some(TOKEN),
+    )
+    .await;
     assert_eq!(live, StatusCode::OK, "the right token opens them");
     let a_student = student();
     for (method, path) in ROUTES {
         let url = || format!("{}{path}", app.base);
-        assert_eq!(send(&a_student, method, url(), None).await, StatusCode::UNAUTHORIZED, "{method} {path} as a student");
         assert_eq!(
-            send(&a_student, method, url(), Some("not-the-token-but-just-as-long-0123456")).await,
+            send(&a_student, method, url(), None).await,
+            StatusCode::UNAUTHORIZED,
+            "{method} {path} as a student"
+        );
+        assert_eq!(
+            send(
+                &a_student,
+                method,
+                url(),
+                Some("not-the-token-but-just-as-long-0123456")
+            )
+            .await,
             StatusCode::UNAUTHORIZED,
             "{method} {path} with a wrong token"
         );
@@ -49,7 +70,13 @@ async fn cockpit_routes_refuse_students_and_wrong_tokens() {
 async fn cockpit_routes_are_off_without_a_configured_token() {
     let app = spawn().await;
     for (method, path) in ROUTES {
-        let status = send(&student(), method, format!("{}{path}", app.base), Some(TOKEN)).await;
+        let status = send(
+            &student(),
+            method,
+            format!("{}{path}", app.base),
+            Some(TOKEN),
+        )
+        .await;
         assert_eq!(status, StatusCode::FORBIDDEN, "{method} {path}");
     }
 }

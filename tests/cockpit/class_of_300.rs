@@ -64,7 +64,13 @@ async fn page(app: &crate::support::TestApp, query: &str) -> String {
 #[tokio::test]
 async fn the_whole_class_is_sorted_filtered_and_paged_on_the_server() {
     let app = spawn_with_token(TOKEN).await;
-    let quizzes: Vec<String> = app.state.course.quizzes.iter().map(|q| q.id.clone()).collect();
+    let quizzes: Vec<String> = app
+        .state
+        .course
+        .quizzes
+        .iter()
+        .map(|q| q.id.clone())
+        .collect();
     seed(&app, quizzes[0].clone(), quizzes[1].clone()).await;
 
     // By best score on the first quiz, highest first, ties by name: page 2 continues
@@ -76,8 +82,18 @@ async fn the_whole_class_is_sorted_filtered_and_paged_on_the_server() {
     assert_eq!(shown.len(), 100);
     assert_eq!(shown[0], name(expected[100]));
     assert_eq!(shown[99], name(expected[199]));
-    assert_eq!(html.matches("aria-sort=").count(), 1, "only the sorted column says so");
-    assert!(html.contains(&format!("aria-sort=\"descending\"><a href=\"/instructor?sort={}&#38;dir=asc\"", quizzes[0])), "its link reverses the order");
+    assert_eq!(
+        html.matches("aria-sort=").count(),
+        1,
+        "only the sorted column says so"
+    );
+    assert!(
+        html.contains(&format!(
+            "aria-sort=\"descending\"><a href=\"/instructor?sort={}&#38;dir=asc\"",
+            quizzes[0]
+        )),
+        "its link reverses the order"
+    );
     assert!(html.contains("300 of 300 students match; page 2 of 3"));
 
     // Last active, most recent first by default.
@@ -101,13 +117,23 @@ async fn the_whole_class_is_sorted_filtered_and_paged_on_the_server() {
     let median = (scores[149] + scores[150]) as f64 / 2.0;
     let figure = format!("{rate}% pass · median {median}%");
     assert!(html.contains(&figure), "{figure}");
-    assert!(html.contains("0% pass · median 0% · ⚑6"), "the second quiz: six stuck");
+    assert!(
+        html.contains("0% pass · median 0% · ⚑6"),
+        "the second quiz: six stuck"
+    );
 
     // Bad parameters are a clear 400.
     for query in ["sort=bogus", "page=0", "dir=sideways", "show=some"] {
         let response = instructor_get(&app, &format!("/instructor?{query}")).await;
         assert_eq!(response.status(), StatusCode::BAD_REQUEST, "{query}");
     }
-    let body = instructor_get(&app, "/instructor?sort=bogus").await.text().await.unwrap();
-    assert!(body.contains(&quizzes[0]), "the message lists what may be sorted by");
+    let body = instructor_get(&app, "/instructor?sort=bogus")
+        .await
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        body.contains(&quizzes[0]),
+        "the message lists what may be sorted by"
+    );
 }

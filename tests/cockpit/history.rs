@@ -34,18 +34,30 @@ async fn experiment_history_survives_a_restart() {
     assert_eq!(recent["experiment"], "precision", "{view}");
     assert_eq!(recent["outcome"], "ok");
     assert!(recent["params"].as_str().unwrap().contains("128"));
-    assert!(recent["name"].as_str().unwrap().starts_with("anonymous s-"), "a pseudonym, never the id");
+    assert!(
+        recent["name"].as_str().unwrap().starts_with("anonymous s-"),
+        "a pseudonym, never the id"
+    );
     assert_eq!(view["gpu_use"][0]["done"], 1);
     assert!(view["queue"]["done"].as_u64().unwrap() >= 1);
     let device = view["device"].as_str().unwrap().to_string();
-    assert_eq!(recent["device"].as_str().unwrap(), format!("{device} ({})", view["backend"].as_str().unwrap()));
+    assert_eq!(
+        recent["device"].as_str().unwrap(),
+        format!("{device} ({})", view["backend"].as_str().unwrap())
+    );
     drop(first);
 
     let second = spawn_with(config()).await;
     let view = live(&second.base).await;
-    assert_eq!(view["recent"][0]["experiment"], "precision", "kept across the restart: {view}");
+    assert_eq!(
+        view["recent"][0]["experiment"], "precision",
+        "kept across the restart: {view}"
+    );
     assert_eq!(view["gpu_use"][0]["done"], 1);
-    assert_eq!(view["queue"]["done"], 0, "the queue's own figures start again");
+    assert_eq!(
+        view["queue"]["done"], 0,
+        "the queue's own figures start again"
+    );
     let page = reqwest::Client::new()
         .get(format!("{}/instructor", second.base))
         .bearer_auth(TOKEN)
@@ -55,5 +67,8 @@ async fn experiment_history_survives_a_restart() {
         .text()
         .await
         .unwrap();
-    assert!(page.contains("data-live-url=\"/instructor/live.json\"") && page.contains("<td>precision</td>"));
+    assert!(
+        page.contains("data-live-url=\"/instructor/live.json\"")
+            && page.contains("<td>precision</td>")
+    );
 }

@@ -41,7 +41,9 @@ pub async fn instructor_get(app: &TestApp, path: &str) -> reqwest::Response {
 /// The pseudonym shown under `name` in the gradebook page `html`.
 pub fn pseudonym_of(html: &str, name: &str) -> String {
     let at = html
-        .find(&format!("<th scope=\"row\">{name} <span class=\"pseudonym\">"))
+        .find(&format!(
+            "<th scope=\"row\">{name} <span class=\"pseudonym\">"
+        ))
         .unwrap_or_else(|| panic!("{name} is not in the gradebook"));
     let rest = &html[at..];
     let start = rest.find("s-").unwrap();

@@ -135,21 +135,44 @@ pub async fn gradebook(
     let students = all_rows.len();
     let (rows, matched, page, pages) = view.apply(all_rows);
     let mut headers = vec![
-        sort_header(&view, SortKey::Active, "Last active", "Latest quiz attempt or experiment", &quiz_ids),
-        sort_header(&view, SortKey::Stuck, "Stuck", "Several attempts at a quiz and no pass", &quiz_ids),
+        sort_header(
+            &view,
+            SortKey::Active,
+            "Last active",
+            "Latest quiz attempt or experiment",
+            &quiz_ids,
+        ),
+        sort_header(
+            &view,
+            SortKey::Stuck,
+            "Stuck",
+            "Several attempts at a quiz and no pass",
+            &quiz_ids,
+        ),
     ];
-    headers.extend(state.course.quizzes.iter().enumerate().map(|(i, quiz)| {
-        sort_header(&view, SortKey::Quiz(i), &quiz.id, &quiz.title, &quiz_ids)
-    }));
+    headers.extend(
+        state.course.quizzes.iter().enumerate().map(|(i, quiz)| {
+            sort_header(&view, SortKey::Quiz(i), &quiz.id, &quiz.title, &quiz_ids)
+        }),
+    );
     let sort = sort_param(&view.sort, &quiz_ids);
     let notice = match query.saved.as_deref() {
         Some("renamed") => Some("The student is renamed.".to_string()),
-        Some("merged") => Some("The students are merged: every attempt is kept and best scores are recomputed.".to_string()),
+        Some("merged") => Some(
+            "The students are merged: every attempt is kept and best scores are recomputed."
+                .to_string(),
+        ),
         _ => None,
     };
     let page = InstructorPage {
         layout: &state.layout,
-        name_header: sort_header(&view, SortKey::Name, "Student", "Display name or pseudonym", &quiz_ids),
+        name_header: sort_header(
+            &view,
+            SortKey::Name,
+            "Student",
+            "Display name or pseudonym",
+            &quiz_ids,
+        ),
         headers,
         rows,
         figures,
@@ -225,4 +248,3 @@ pub async fn logout(State(state): State<AppState>, jar: CookieJar) -> Redirect {
     }
     Redirect::to("/instructor")
 }
-

@@ -105,15 +105,23 @@ pub async fn live_view(state: &AppState) -> Result<LiveView, AppError> {
             ))
         })
         .await?;
-    let name = |id: &str| shown_name(names.get(id).map(String::as_str), &gradebook::pseudonym(&key, id));
+    let name = |id: &str| {
+        shown_name(
+            names.get(id).map(String::as_str),
+            &gradebook::pseudonym(&key, id),
+        )
+    };
     let playgrounds = state.engine.playgrounds.clone();
-    let memory = tokio::task::spawn_blocking(move || crate::playground::snapshot(playgrounds.source()))
-        .await
-        .ok();
+    let memory =
+        tokio::task::spawn_blocking(move || crate::playground::snapshot(playgrounds.source()))
+            .await
+            .ok();
     let (used, total) = match &memory {
         Some(m) if m.backend == "cuda" => (m.nvml_used_bytes, m.nvml_total_bytes),
         Some(m) => (
-            m.host_total_bytes.zip(m.host_available_bytes).map(|(t, a)| t.saturating_sub(a)),
+            m.host_total_bytes
+                .zip(m.host_available_bytes)
+                .map(|(t, a)| t.saturating_sub(a)),
             m.host_total_bytes,
         ),
         None => (None, None),
@@ -123,10 +131,18 @@ pub async fn live_view(state: &AppState) -> Result<LiveView, AppError> {
         .engine
         .usage()
         .into_iter()
-        .map(|(id, u)| (id, u.submitted.saturating_sub(u.rejected + u.done + u.failed)))
+        .map(|(id, u)| {
+            (
+                id,
+                u.submitted.saturating_sub(u.rejected + u.done + u.failed),
+            )
+        })
         .collect();
     let mut ids: Vec<&String> = totals.iter().map(|(id, ..)| id).collect();
-    ids.extend(now.keys().filter(|id| !totals.iter().any(|(t, ..)| t == *id)));
+    ids.extend(
+        now.keys()
+            .filter(|id| !totals.iter().any(|(t, ..)| t == *id)),
+    );
     let gpu_use = ids
         .into_iter()
         .map(|id| {
@@ -147,7 +163,13 @@ pub async fn live_view(state: &AppState) -> Result<LiveView, AppError> {
         .collect();
     let taken_at = state
         .db
-        .run(|conn| Ok(conn.query_row("SELECT strftime('%Y-%m-%dT%H:%M:%SZ', 'now')", [], |r| r.get::<_, String>(0))?))
+        .run(|conn| {
+            Ok(
+                conn.query_row("SELECT strftime('%Y-%m-%dT%H:%M:%SZ', 'now')", [], |r| {
+                    r.get::<_, String>(0)
+                })?,
+            )
+        })
         .await?;
     Ok(LiveView {
         device: state.engine.card.name.clone(),
@@ -255,7 +277,9 @@ pub async fn merge(
     let from = student_by_pseudonym(&state, &form, "from").await?;
     let into = student_by_pseudonym(&state, &form, "into").await?;
     if from == into {
-        return Err(AppError::Invalid("a student cannot be merged into themselves".into()));
+        return Err(AppError::Invalid(
+            "a student cannot be merged into themselves".into(),
+        ));
     }
     state
         .db

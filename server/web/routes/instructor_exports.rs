@@ -132,7 +132,11 @@ pub async fn missed_csv(
             question_number: m.number,
             question_id: m.question_id,
             question: m.prompt,
-            section: m.teaches.as_ref().map(|t| t.href.clone()).unwrap_or_default(),
+            section: m
+                .teaches
+                .as_ref()
+                .map(|t| t.href.clone())
+                .unwrap_or_default(),
             section_title: m.teaches.map(|t| t.title).unwrap_or_default(),
             students_missed: m.counts.students_missed,
             students_answered: m.counts.students_answered,

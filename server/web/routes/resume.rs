@@ -54,7 +54,9 @@ pub async fn resume(
         let secs = wait.as_secs_f64().ceil().max(1.0) as u64;
         return Err(AppError::TooMany {
             retry_after_secs: secs,
-            message: format!("Too many wrong resume codes were tried; try again in about {secs} s."),
+            message: format!(
+                "Too many wrong resume codes were tried; try again in about {secs} s."
+            ),
         });
     }
     let found = state
@@ -68,8 +70,9 @@ pub async fn resume(
         ));
     };
     let mut response = Redirect::to("/?resumed=1#you-heading").into_response();
-    response
-        .headers_mut()
-        .append(header::SET_COOKIE, private_cookie(STUDENT_COOKIE, student, 365));
+    response.headers_mut().append(
+        header::SET_COOKIE,
+        private_cookie(STUDENT_COOKIE, student, 365),
+    );
     Ok(response)
 }
