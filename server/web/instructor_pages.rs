@@ -217,6 +217,8 @@ pub struct GpuUseRow {
     pub name: String,
     /// Waiting or running now.
     pub active_now: u64,
+    /// Refused since start-up because the queue was full.
+    pub refused: u64,
     /// Finished with a result (all-time, from the history).
     pub done: u64,
     /// Failed (all-time).

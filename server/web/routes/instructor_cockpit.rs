@@ -127,15 +127,14 @@ pub async fn live_view(state: &AppState) -> Result<LiveView, AppError> {
         None => (None, None),
     };
     let mib = |bytes: Option<u64>| bytes.map(|b| (b as f64 / f64::from(1u32 << 20)).round());
-    let now: HashMap<String, u64> = state
+    // Waiting or running now, and refused since start-up, from the queue's own records.
+    let now: HashMap<String, (u64, u64)> = state
         .engine
         .usage()
         .into_iter()
         .map(|(id, u)| {
-            (
-                id,
-                u.submitted.saturating_sub(u.rejected + u.done + u.failed),
-            )
+            let active = u.submitted.saturating_sub(u.rejected + u.done + u.failed);
+            (id, (active, u.rejected))
         })
         .collect();
     let mut ids: Vec<&String> = totals.iter().map(|(id, ..)| id).collect();
@@ -152,7 +151,8 @@ pub async fn live_view(state: &AppState) -> Result<LiveView, AppError> {
                 .map_or((0, 0, 0.0), |(_, d, f, s)| (*d, *f, *s));
             GpuUseRow {
                 name: name(id),
-                active_now: now.get(id).copied().unwrap_or(0),
+                active_now: now.get(id).map_or(0, |n| n.0),
+                refused: now.get(id).map_or(0, |n| n.1),
                 done,
                 failed,
                 busy_secs,

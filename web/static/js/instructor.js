@@ -41,6 +41,7 @@ function show(view) {
     { text: (r) => r.active_now },
     { text: (r) => r.done },
     { text: (r) => r.failed },
+    { text: (r) => r.refused },
     { text: (r) => `${fixed(r.busy_secs, 1)} s` },
     { text: (r) => `${fixed(r.playground_mib, 0)} MiB` },
   ], 'No experiments yet.');
