@@ -99,6 +99,8 @@ pub fn is_instructor(state: &AppState, caller: &Caller) -> bool {
     authorised(state, caller).unwrap_or(false)
 }
 
+/// `Ok` for the signed-in instructor; 401 otherwise (403 when the gradebook is off), for
+/// every instructor route but the gradebook page, which shows the sign-in form instead.
 pub(crate) fn require(state: &AppState, caller: &Caller) -> Result<(), AppError> {
     if authorised(state, caller)? {
         Ok(())
