@@ -40,6 +40,16 @@ async fn experiment_history_survives_a_restart() {
     );
     assert_eq!(view["gpu_use"][0]["done"], 1);
     assert!(view["queue"]["done"].as_u64().unwrap() >= 1);
+    let owner: String = first
+        .state
+        .db
+        .run(|conn| Ok(conn.query_row("SELECT student_id FROM experiment_runs", [], |r| r.get(0))?))
+        .await
+        .unwrap();
+    assert!(
+        !view.to_string().contains(&owner),
+        "the student's id (their cookie) never leaves"
+    );
     let device = view["device"].as_str().unwrap().to_string();
     assert_eq!(
         recent["device"].as_str().unwrap(),
