@@ -120,8 +120,9 @@ async function gradebookChecks(ictx) {
     await report.check(GROUP, 'screenshots and axe: the gradebook', async () => {
       await open(ictx, page, '/instructor');
       const files = await shoot(ictx, page, 'instructor-gradebook');
-      const axe = await axeOn(ictx, context, '/instructor');
-      return `${files.length} screenshots; ${axe}`;
+      const light = await axeOn(ictx, context, '/instructor');
+      const dark = await axeOn(ictx, context, '/instructor', async () => {}, { colorScheme: 'dark' });
+      return `${files.length} screenshots; light ${light}; dark ${dark}`;
     });
     const problems = monitor.all;
     report.record(GROUP, 'no console errors or failed requests', problems.length ? 'FAIL' : 'PASS', problems.join('\n'));
@@ -161,8 +162,9 @@ async function resumeChecks(ictx) {
       if (name !== 'Resumer') throw new CheckFailure(`the second browser shows name "${name}"`);
       if ((await laptop.locator('.resume-code').innerText()).trim() !== code) throw new CheckFailure('the second browser shows another code');
       await shoot(ictx, laptop, 'home-resume-code');
-      const axe = await axeOn(ictx, context, '/');
-      return axe;
+      const light = await axeOn(ictx, context, '/');
+      const dark = await axeOn(ictx, context, '/', async () => {}, { colorScheme: 'dark' });
+      return `light ${light}; dark ${dark}`;
     });
     return `code ${code.slice(0, 4)}-…; name and code carried`;
   });
