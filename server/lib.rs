@@ -20,7 +20,8 @@
 //!   sections and code) for the search index and the `.py`/`.ipynb` downloads. Quiz
 //!   answers are read and graded here too. `gpulab check` runs the same chain.
 //! - [`db`]: the SQLite database (WAL, migrated on start-up) of students, quiz attempts
-//!   and answers, and the instructor's gradebook queries.
+//!   and answers, resume codes, the experiment history, and the instructor's gradebook
+//!   queries.
 //! - [`engine`]: the bounded, owner-aware job queue, the worker threads that each own a
 //!   backend (the GPU, or the CPU when there is none), provenance, and `gpulab selftest`.
 //! - [`playground`]: lesson 7's memory snapshot and per-student allocator playgrounds.

@@ -5,6 +5,7 @@ mod abuse;
 mod bad_input;
 mod class_mode;
 mod cli;
+mod cockpit;
 mod config_table;
 mod content;
 mod cuda_libraries;

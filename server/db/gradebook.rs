@@ -27,6 +27,10 @@ pub struct GradeCell {
     pub attempts: u32,
     /// Passed at least once.
     pub passed: bool,
+    /// The first attempt, UTC (ISO 8601).
+    pub first_attempt_at: String,
+    /// The latest attempt, UTC (ISO 8601).
+    pub last_attempt_at: String,
 }
 
 /// How often one question was answered wrong.
@@ -48,7 +52,8 @@ pub struct MissedQuestion {
 pub fn grades(conn: &Connection) -> Result<Vec<GradeCell>, DbError> {
     let mut stmt = conn.prepare(
         "SELECT a.student_id, s.display_name, a.quiz_id,
-                MAX((a.correct * 2000 + a.total) / (2 * a.total)), COUNT(*), MAX(a.passed)
+                MAX((a.correct * 2000 + a.total) / (2 * a.total)), COUNT(*), MAX(a.passed),
+                MIN(a.submitted_at), MAX(a.submitted_at)
          FROM attempts a JOIN students s ON s.id = a.student_id
          GROUP BY a.student_id, a.quiz_id
          ORDER BY COALESCE(s.display_name, '~'), a.student_id, a.quiz_id",
@@ -63,6 +68,8 @@ pub fn grades(conn: &Connection) -> Result<Vec<GradeCell>, DbError> {
             best_percent: percent(permille, 1000),
             attempts: r.get(4)?,
             passed: r.get(5)?,
+            first_attempt_at: r.get(6)?,
+            last_attempt_at: r.get(7)?,
         })
     })?;
     Ok(rows.collect::<Result<_, _>>()?)

@@ -5,8 +5,11 @@
 //! SQLite calls block, so every query runs on tokio's blocking pool through [`Db::run`];
 //! one connection behind a mutex serialises writers, which is what SQLite does anyway.
 
+pub mod class_summary;
+pub mod experiment_history;
 pub mod gradebook;
 pub mod progress;
+pub mod student_identity;
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -67,6 +70,29 @@ CREATE TABLE settings (
     value TEXT NOT NULL
 );
 ",
+    // The instructor cockpit: resume codes (one per student, for another browser) and
+    // the history of finished experiments (kept across restarts).
+    r"
+CREATE TABLE resume_codes (
+    code       TEXT PRIMARY KEY,
+    student_id TEXT NOT NULL UNIQUE REFERENCES students(id) ON DELETE CASCADE,
+    created_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))
+);
+CREATE TABLE experiment_runs (
+    id          INTEGER PRIMARY KEY AUTOINCREMENT,
+    student_id  TEXT NOT NULL,
+    experiment  TEXT NOT NULL,
+    params      TEXT NOT NULL,
+    backend     TEXT NOT NULL,
+    device      TEXT NOT NULL,
+    duration_ms INTEGER NOT NULL,
+    ok          INTEGER NOT NULL,
+    error       TEXT,
+    finished_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))
+);
+CREATE INDEX experiment_runs_by_student ON experiment_runs(student_id);
+CREATE INDEX attempts_by_time ON attempts(student_id, submitted_at);
+",
 ];
 
 impl Db {
@@ -107,6 +133,16 @@ impl Db {
         })
         .await
         .map_err(|e| DbError::Task(e.to_string()))?
+    }
+
+    /// Runs `f` with the connection on the calling thread (for threads outside tokio,
+    /// such as the experiment workers recording a finished run).
+    pub fn run_blocking<T>(
+        &self,
+        f: impl FnOnce(&mut Connection) -> Result<T, DbError>,
+    ) -> Result<T, DbError> {
+        let mut guard = self.conn.lock().map_err(|_| DbError::Poisoned)?;
+        f(&mut guard)
     }
 
     /// Copies the write-ahead log into the database file and truncates it (shutdown), so

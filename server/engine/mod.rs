@@ -13,8 +13,9 @@ pub mod queue;
 pub mod selftest;
 pub mod worker;
 
-use std::sync::Arc;
+use std::collections::HashMap;
 use std::sync::mpsc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use backend::Backend;
@@ -32,6 +33,37 @@ use crate::playground::{Caps, Playgrounds};
 /// Playgrounds unused for this long are dropped and their memory released.
 pub const PLAYGROUND_IDLE: Duration = Duration::from_secs(10 * 60);
 
+/// What each worker is running: experiment name and parameters, by job id (for the
+/// run history, which hears of a job only by id when it finishes).
+type RunningLabels = Arc<Mutex<HashMap<u64, (String, String)>>>;
+
+/// One experiment that ran, for the history the web layer keeps in the database.
+#[derive(Debug, Clone)]
+pub struct RunReport {
+    /// The student who asked for it.
+    pub owner: String,
+    /// The experiment's name.
+    pub experiment: String,
+    /// Its validated parameters, as compact JSON.
+    pub params: String,
+    /// `cuda` or `cpu`.
+    pub backend: String,
+    /// The device's name.
+    pub device: String,
+    /// Time on the worker.
+    pub ran_for: Duration,
+    /// What went wrong, when it failed.
+    pub error: Option<String>,
+}
+
+/// Runs `worker` on `job`, noting what it runs so the finish listener can name it.
+fn run_labelled(worker: &mut Worker, labels: &RunningLabels, id: u64, job: Job) -> JobState {
+    if let Ok(mut labels) = labels.lock() {
+        labels.insert(id, (job.experiment.to_string(), job.params.to_string()));
+    }
+    worker.run(job)
+}
+
 /// The running engine: the worker threads, their queue, and what they run on.
 #[derive(Clone)]
 pub struct Engine {
@@ -46,6 +78,7 @@ pub struct Engine {
     pub limits: Arc<Limits>,
     /// Every student's allocator playground.
     pub playgrounds: Arc<Playgrounds>,
+    labels: RunningLabels,
 }
 
 impl Engine {
@@ -62,6 +95,8 @@ impl Engine {
         let shared = Arc::new(SharedContext::default());
         let timeout = limits.job_timeout();
         let (tx, rx) = mpsc::channel();
+        let labels = RunningLabels::default();
+        let first_labels = Arc::clone(&labels);
         let first = Arc::clone(&queue);
         let first_shared = Arc::clone(&shared);
         std::thread::Builder::new()
@@ -71,7 +106,9 @@ impl Engine {
                 let (backend, card, contact) = Backend::open();
                 let _ = tx.send((card.clone(), report, backend.memory_source(), contact));
                 let mut worker = Worker::new(backend, card, timeout, first_shared);
-                queue::spawn_worker(first, move |job| worker.run(job));
+                queue::spawn_worker(first, move |id, job| {
+                    run_labelled(&mut worker, &first_labels, id, job)
+                });
             })
             .expect("the OS can start the engine thread");
         let (card, mut report, source, contact) = rx.recv().unwrap_or_else(|_| {
@@ -92,6 +129,7 @@ impl Engine {
         }
         for index in 1..usize::from(limits.gpu_concurrency.max(1)) {
             let (queue, shared, card) = (Arc::clone(&queue), Arc::clone(&shared), card.clone());
+            let labels = Arc::clone(&labels);
             std::thread::Builder::new()
                 .name(format!("gpulab-engine-{index}"))
                 .spawn(move || {
@@ -100,7 +138,9 @@ impl Engine {
                         return;
                     };
                     let mut worker = Worker::new(backend, card, timeout, shared);
-                    queue::spawn_worker(queue, move |job| worker.run(job));
+                    queue::spawn_worker(queue, move |id, job| {
+                        run_labelled(&mut worker, &labels, id, job)
+                    });
                 })
                 .expect("the OS can start the engine thread");
         }
@@ -121,7 +161,32 @@ impl Engine {
             first_contact: Arc::new(contact),
             limits: Arc::new(limits),
             playgrounds: Arc::new(playgrounds),
+            labels,
         }
+    }
+
+    /// Calls `record` for every experiment that runs to an end, on the worker's thread
+    /// and before its result is readable (once per engine; later calls are ignored).
+    pub fn on_run_finished(&self, record: impl Fn(RunReport) + Send + Sync + 'static) {
+        let (labels, card) = (Arc::clone(&self.labels), Arc::clone(&self.card));
+        self.queue.on_finish(Box::new(move |finished| {
+            let label = labels.lock().ok().and_then(|mut l| l.remove(&finished.id));
+            let Some((experiment, params)) = label else {
+                return;
+            };
+            record(RunReport {
+                owner: finished.owner.to_string(),
+                experiment,
+                params,
+                backend: card.kind.to_string(),
+                device: card.name.clone(),
+                ran_for: finished.ran_for,
+                error: match finished.state {
+                    JobState::Failed { error } => Some(error.clone()),
+                    _ => None,
+                },
+            });
+        }));
     }
 
     /// Queues a job for `owner` (a student id) at `address`; returns its job id and

@@ -112,6 +112,21 @@ pub struct QueueStats {
     pub average_run_secs: f64,
 }
 
+/// A job that ran to an end, as [`Queue::on_finish`]'s listener hears of it.
+pub struct FinishedJob<'a> {
+    /// The job's id.
+    pub id: u64,
+    /// Its owner (a student id).
+    pub owner: &'a str,
+    /// How it ended.
+    pub state: &'a JobState,
+    /// Time on the worker.
+    pub ran_for: Duration,
+}
+
+/// The listener [`Queue::on_finish`] installs.
+pub type FinishListener = dyn Fn(FinishedJob<'_>) + Send + Sync;
+
 struct Entry<J> {
     job: Option<J>,
     state: JobState,
@@ -134,6 +149,8 @@ pub struct Queue<J> {
     inner: Mutex<Inner<J>>,
     wake: Condvar,
     idle: Condvar,
+    /// Told of every job that ran, before its result is readable (the run history).
+    on_finish: std::sync::OnceLock<Box<FinishListener>>,
     capacity: usize,
     per_owner: usize,
     per_address: usize,
@@ -217,6 +234,7 @@ impl<J> Queue<J> {
             }),
             wake: Condvar::new(),
             idle: Condvar::new(),
+            on_finish: std::sync::OnceLock::new(),
             capacity: capacity.max(1),
             per_owner: per_owner.max(1),
             per_address: per_address.max(1),
@@ -393,6 +411,17 @@ impl<J> Queue<J> {
 
     /// Records the outcome of job `id`, which ran for `ran_for`.
     pub fn finish(&self, id: u64, state: JobState, ran_for: Duration) {
+        if let Some(listener) = self.on_finish.get() {
+            let owner = self.lock().entries.get(&id).map(|e| e.owner.clone());
+            if let Some(owner) = owner {
+                listener(FinishedJob {
+                    id,
+                    owner: &owner,
+                    state: &state,
+                    ran_for,
+                });
+            }
+        }
         let mut inner = self.lock();
         let secs = ran_for.as_secs_f64();
         inner.stats.average_run_secs = 0.8 * inner.stats.average_run_secs + 0.2 * secs;
@@ -424,6 +453,13 @@ impl<J> Queue<J> {
         }
         drop(inner);
         self.idle.notify_all();
+    }
+
+    /// Installs the listener told of every job that ran (once; later calls are ignored).
+    /// It runs on the worker's thread before the job's result is readable, so what it
+    /// records is there by the time its owner sees the result.
+    pub fn on_finish(&self, listener: Box<FinishListener>) {
+        let _ = self.on_finish.set(listener);
     }
 
     /// Stops taking jobs: later submissions are refused, waiting jobs fail with
@@ -469,17 +505,18 @@ impl<J> Queue<J> {
 /// that panics fails with a message instead of taking the worker down.
 pub fn spawn_worker<J: Send + 'static>(
     queue: Arc<Queue<J>>,
-    mut work: impl FnMut(J) -> JobState + Send + 'static,
+    mut work: impl FnMut(u64, J) -> JobState + Send + 'static,
 ) {
     std::thread::Builder::new()
         .name("gpulab-experiments".into())
         .spawn(move || {
             while let Some((id, job)) = queue.next() {
                 let started = Instant::now();
-                let state = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| work(job)))
-                    .unwrap_or_else(|panic| JobState::Failed {
-                        error: format!("the experiment crashed: {}", panic_message(&*panic)),
-                    });
+                let state =
+                    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| work(id, job)))
+                        .unwrap_or_else(|panic| JobState::Failed {
+                            error: format!("the experiment crashed: {}", panic_message(&*panic)),
+                        });
                 queue.finish(id, state, started.elapsed());
             }
         })
@@ -580,7 +617,7 @@ mod tests {
         let running = Arc::new(std::sync::atomic::AtomicUsize::new(0));
         let max_seen = Arc::new(std::sync::atomic::AtomicUsize::new(0));
         let (r, m) = (Arc::clone(&running), Arc::clone(&max_seen));
-        spawn_worker(Arc::clone(&queue), move |ms| {
+        spawn_worker(Arc::clone(&queue), move |_, ms| {
             let now = r.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;
             m.fetch_max(now, std::sync::atomic::Ordering::SeqCst);
             std::thread::sleep(Duration::from_millis(ms));

@@ -5,7 +5,9 @@
 //! on the way out [`error`]'s single `IntoResponse` or a typed [`page`] ([`quiz_pages`]
 //! for the quiz form and results, [`learner_pages`] for about, search and completion).
 //! The learner's way through the course — next steps after a quiz, where to continue,
-//! the device status line — is worked out in [`learner_flow`]. Static files come from
+//! the device status line — is worked out in [`learner_flow`]; the instructor's
+//! gradebook is sorted, filtered and paged in [`gradebook_table`] and shaped for its
+//! page and live JSON in [`instructor_pages`]. Static files come from
 //! [`assets`], and they and the pages that are the same for everyone are served
 //! pre-compressed by [`encoded`]; the API's [`openapi`] document is generated from the
 //! handlers and the experiment registry. Nothing outside this folder imports it except
@@ -15,8 +17,10 @@ pub mod assets;
 pub mod encoded;
 pub mod error;
 pub mod extract;
+pub mod gradebook_table;
 pub mod guard;
 pub mod identity;
+pub mod instructor_pages;
 pub mod learner_flow;
 pub mod learner_pages;
 pub mod login_guard;

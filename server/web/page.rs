@@ -11,7 +11,6 @@ use super::encoded::Encoded;
 use super::learner_flow::{Continue, DeviceStatus};
 use crate::course::notebook;
 use crate::course::{Course, Lesson};
-use crate::db::gradebook::{GradeCell, MissedQuestion};
 use crate::db::progress::QuizProgress;
 use crate::web::assets::{Assets, SYNTAX_CSS};
 
@@ -82,6 +81,10 @@ pub struct HomePage<'a> {
     pub device: &'a DeviceStatus,
     /// The display name was just saved (`?saved=name`).
     pub saved: bool,
+    /// This student's resume code (`ABCD-EFGH-JKMN`), once asked for.
+    pub resume_code: Option<String>,
+    /// This browser just took over progress with a resume code (`?resumed=1`).
+    pub resumed: bool,
     /// The home page's script ("Continue" prefers a lesson read further on).
     pub script: String,
 }
@@ -133,50 +136,6 @@ pub struct InstructorLoginPage<'a> {
     pub layout: &'a Layout,
     /// Shown after a wrong token.
     pub error: Option<String>,
-}
-
-/// The class gradebook.
-#[derive(Template)]
-#[template(path = "instructor.html", config = "web/askama.toml")]
-pub struct InstructorPage<'a> {
-    /// Shared layout.
-    pub layout: &'a Layout,
-    /// Quiz ids and titles, in course order (columns).
-    pub quizzes: Vec<(&'a str, &'a str)>,
-    /// One row per student on this page: name and one cell per quiz.
-    pub rows: Vec<GradebookRow>,
-    /// Students with at least one attempt, on every page.
-    pub students: usize,
-    /// This page (1-based) and how many there are.
-    pub page: usize,
-    /// Pages in all.
-    pub pages: usize,
-    /// Most-missed questions.
-    pub missed: Vec<MissedQuestion>,
-    /// The experiment queue right now.
-    pub queue: crate::engine::queue::QueueStats,
-    /// The device experiments run on.
-    pub device: String,
-    /// Experiment use per student, from the server's own job records.
-    pub gpu_use: Vec<GpuUseRow>,
-}
-
-/// One student's use of the shared GPU since the server started.
-pub struct GpuUseRow {
-    /// Display name, or a short form of the id.
-    pub name: String,
-    /// The queue's figures for this student.
-    pub usage: crate::engine::queue::OwnerUsage,
-    /// Memory this student's allocator playground holds now, in MiB.
-    pub playground_mib: f64,
-}
-
-/// One student's row in the gradebook.
-pub struct GradebookRow {
-    /// Display name, or a short form of the id.
-    pub name: String,
-    /// One cell per quiz column, `None` when not attempted.
-    pub cells: Vec<Option<GradeCell>>,
 }
 
 /// One lesson with its table of contents, the course's chapters and its neighbours.

@@ -28,7 +28,8 @@ use super::guard;
 use super::identity::{self, StudentId};
 use super::openapi::{self, ApiDoc, Document};
 use super::routes::{
-    assets, experiments, health, instructor, learner, me, pages, playground, quiz,
+    assets, experiments, health, instructor, instructor_cockpit, instructor_exports, learner, me,
+    pages, playground, quiz, resume,
 };
 use super::state::AppState;
 use crate::config::Limits;
@@ -106,6 +107,8 @@ pub fn router(state: AppState) -> Router {
         .route("/me/name", post(me::set_name))
         .route("/me/export", get(me::export))
         .route("/me/reset", post(me::reset))
+        .route("/me/resume-code", post(resume::make_code))
+        .route("/me/resume", post(resume::resume))
         .route_layer(middleware::from_fn(guard::writes))
         .route_layer(middleware::from_fn(identity::identify));
     Router::new()
@@ -121,8 +124,23 @@ pub fn router(state: AppState) -> Router {
         .route("/instructor", get(instructor::gradebook))
         .route("/instructor/login", post(instructor::login))
         .route("/instructor/logout", post(instructor::logout))
-        .route("/instructor/grades.csv", get(instructor::grades_csv))
-        .route("/instructor/missed.csv", get(instructor::missed_csv))
+        .route(
+            "/instructor/grades.csv",
+            get(instructor_exports::grades_csv),
+        )
+        .route(
+            "/instructor/missed.csv",
+            get(instructor_exports::missed_csv),
+        )
+        .route("/instructor/live.json", get(instructor_cockpit::live_json))
+        .route(
+            "/instructor/students/rename",
+            post(instructor_cockpit::rename),
+        )
+        .route(
+            "/instructor/students/merge",
+            post(instructor_cockpit::merge),
+        )
         .route("/static/{*path}", get(assets::asset))
         .fallback(pages::not_found)
         .layer(Extension(document))

@@ -15,6 +15,7 @@ use super::page::{Layout, Prerendered};
 use crate::config::Config;
 use crate::course::problem::Problems;
 use crate::course::{ContentSource, Course};
+use crate::db::experiment_history::{self, ExperimentRun};
 use crate::db::{Db, DbError};
 use crate::engine::Engine;
 use crate::metrics::Metrics;
@@ -60,6 +61,8 @@ pub struct Shared {
     pub write_limiter: Arc<AddressLimiter>,
     /// Failed instructor sign-ins.
     pub login_guard: Arc<LoginGuard>,
+    /// Wrong resume codes (the same slowing-down as wrong instructor tokens).
+    pub resume_guard: Arc<LoginGuard>,
     /// Prometheus metrics.
     pub metrics: Arc<Metrics>,
 }
@@ -110,12 +113,14 @@ impl AppState {
                 );
             })
             .ok();
+        record_experiment_history(&engine, &db);
         let metrics = Metrics::new(engine.clone());
         Ok(Self(Arc::new(Shared {
             experiment_limiter: Arc::new(StudentLimiter::new(config.limits.experiments_per_minute)),
             attempt_limiter: Arc::new(StudentLimiter::new(config.limits.attempts_per_minute)),
             write_limiter: AddressLimiter::new(config.limits.writes_per_minute_per_address),
             login_guard: Arc::default(),
+            resume_guard: Arc::default(),
             metrics: Arc::new(metrics),
             config: Arc::new(config),
             course: Arc::new(course),
@@ -128,4 +133,25 @@ impl AppState {
             instructor_sessions: Arc::default(),
         })))
     }
+}
+
+/// Every experiment that runs is written to the database's history by the worker that
+/// ran it, before its result is readable.
+fn record_experiment_history(engine: &Engine, db: &Db) {
+    let db = db.clone();
+    engine.on_run_finished(move |report| {
+        let run = ExperimentRun {
+            student_id: report.owner,
+            experiment: report.experiment,
+            params: report.params,
+            backend: report.backend,
+            device: report.device,
+            duration_ms: u64::try_from(report.ran_for.as_millis()).unwrap_or(u64::MAX),
+            ok: report.error.is_none(),
+            error: report.error,
+        };
+        if let Err(error) = db.run_blocking(|conn| experiment_history::record(conn, &run)) {
+            tracing::error!(%error, "could not record an experiment in the history");
+        }
+    });
 }

@@ -7,7 +7,8 @@
 // (d) lesson 1's quiz with and without JavaScript; (e) the learner's path: lesson to
 // quiz to next lesson, final exam and completion page, quiz marks and messages, typed
 // numbers, search, downloads checked by Python and nbformat, copy buttons, 429
-// sentences, print styles (lib/flow*.mjs). Prints PASS/FAIL per check and a
+// sentences, print styles (lib/flow*.mjs); (f) the instructor cockpit and resume
+// codes on a second server with a token (lib/instructor.mjs). Prints PASS/FAIL per check and a
 // summary table, writes target/e2e-artifacts/report.json, exits non-zero on any failure.
 // Usage and environment variables: tests/e2e/README.md. Run by tests/run.sh.
 
@@ -16,6 +17,7 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { checkAccessibility } from './lib/axe.mjs';
 import { checkFlow } from './lib/flow.mjs';
+import { checkInstructor } from './lib/instructor.mjs';
 import { launchBrowser } from './lib/browser.mjs';
 import { readCourse } from './lib/course.mjs';
 import { checkLessons } from './lib/lessons.mjs';
@@ -28,7 +30,7 @@ import { envInt, envList, withTimeout } from './lib/util.mjs';
 
 const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const artifacts = resolve(repoRoot, process.env.E2E_ARTIFACTS || 'target/e2e-artifacts');
-const ALL_PARTS = ['lessons', 'screenshots', 'axe', 'quiz', 'flow'];
+const ALL_PARTS = ['lessons', 'screenshots', 'axe', 'quiz', 'flow', 'instructor'];
 const parts = envList('E2E_PARTS').length ? envList('E2E_PARTS') : ALL_PARTS;
 const timeouts = {
   mount: envInt('E2E_MOUNT_TIMEOUT_MS', 15_000),
@@ -65,7 +67,7 @@ async function main() {
   const unknown = parts.filter((p) => !ALL_PARTS.includes(p));
   if (unknown.length) throw new Error(`E2E_PARTS: unknown part(s) ${unknown.join(', ')}; known: ${ALL_PARTS.join(', ')}`);
   // Clear only what this harness writes, never the whole (configurable) folder.
-  for (const entry of ['screenshots', 'failures', 'report.json', 'server.log']) {
+  for (const entry of ['screenshots', 'failures', 'report.json', 'server.log', 'server-instructor.log']) {
     rmSync(join(artifacts, entry), { recursive: true, force: true });
   }
   mkdirSync(artifacts, { recursive: true });
@@ -82,7 +84,7 @@ async function main() {
   browser = await launchBrowser();
   console.log(`== Chromium ${browser.version()}; parts: ${parts.join(', ')}; ${lessons.length} lesson(s)`);
 
-  const ctx = { browser, origin: server.origin, lessons, report, specsDir, repoRoot, artifacts, timeouts };
+  const ctx = { browser, origin: server.origin, lessons, report, specsDir, repoRoot, artifacts, timeouts, bin };
   const meta = { origin: server.origin, binary: bin, chromium: browser.version(), parts, lessons: lessons.map((l) => l.slug) };
 
   if (parts.includes('lessons')) {
@@ -107,6 +109,10 @@ async function main() {
   if (parts.includes('flow')) {
     console.log('\n== (e) the learner\'s path: flow links, quiz marks, numbers, search, downloads, copy, 429, print');
     await checkFlow(ctx);
+  }
+  if (parts.includes('instructor')) {
+    console.log('\n== (f) the instructor cockpit and resume codes (own server, with a token)');
+    await checkInstructor(ctx);
   }
   return meta;
 }

@@ -3,8 +3,6 @@
 //! URL), compared in constant time, and exchanged for a random session cookie; scripts
 //! may send it as `Authorization: Bearer <token>` instead.
 
-use std::collections::BTreeMap;
-
 use askama::Template;
 use axum::body::Bytes;
 use std::net::{IpAddr, SocketAddr};
@@ -15,35 +13,16 @@ use axum::http::{StatusCode, header};
 use axum::response::{Html, IntoResponse, Redirect, Response};
 use axum_extra::extract::CookieJar;
 
-use serde::{Deserialize, Serialize};
-
-use crate::db::gradebook::{self, GradeCell, MissedQuestion};
+use super::instructor_cockpit::{ClassData, live_view};
 use crate::web::error::AppError;
+use crate::web::gradebook_table::{GradebookQuery, SortKey, View, quiz_figures};
 use crate::web::identity::{private_cookie, random_token};
+use crate::web::instructor_pages::{
+    InstructorPage, gradebook_href, missed_in_course_order, sort_header, sort_param,
+};
 use crate::web::login_guard::tokens_match;
-use crate::web::page::{GpuUseRow, GradebookRow, InstructorLoginPage, InstructorPage};
+use crate::web::page::InstructorLoginPage;
 use crate::web::state::AppState;
-
-/// Students per gradebook page.
-pub const ROWS_PER_PAGE: usize = 100;
-
-/// `?page=N` on the gradebook (1-based).
-#[derive(Debug, Deserialize)]
-pub struct Paging {
-    page: Option<usize>,
-}
-
-/// One row of `grades.csv`: the student by pseudonym, never by id (the id is the
-/// student's cookie).
-#[derive(Debug, Serialize)]
-struct GradeExport {
-    student: String,
-    display_name: Option<String>,
-    quiz_id: String,
-    best_percent: f64,
-    attempts: u32,
-    passed: bool,
-}
 
 /// Name of the instructor session cookie.
 pub const SESSION_COOKIE: &str = "gpulab_instructor";
@@ -120,7 +99,9 @@ pub fn is_instructor(state: &AppState, caller: &Caller) -> bool {
     authorised(state, caller).unwrap_or(false)
 }
 
-fn require(state: &AppState, caller: &Caller) -> Result<(), AppError> {
+/// `Ok` for the signed-in instructor; 401 otherwise (403 when the gradebook is off), for
+/// every instructor route but the gradebook page, which shows the sign-in form instead.
+pub(crate) fn require(state: &AppState, caller: &Caller) -> Result<(), AppError> {
     if authorised(state, caller)? {
         Ok(())
     } else {
@@ -130,11 +111,13 @@ fn require(state: &AppState, caller: &Caller) -> Result<(), AppError> {
     }
 }
 
-/// `GET /instructor`: the gradebook, or the token form.
+/// `GET /instructor`: the gradebook, or the token form. Sorting, filtering and paging
+/// come as query parameters (see [`GradebookQuery`]); unknown values are a 400 that
+/// names what is accepted.
 pub async fn gradebook(
     State(state): State<AppState>,
     caller: Caller,
-    Query(paging): Query<Paging>,
+    Query(query): Query<GradebookQuery>,
 ) -> Result<Response, AppError> {
     if !authorised(&state, &caller)? {
         return Ok(Html(
@@ -146,73 +129,69 @@ pub async fn gradebook(
         )
         .into_response());
     }
-    let (grades, missed, names, key) = state
-        .db
-        .run(|conn| {
-            Ok((
-                gradebook::grades(conn)?,
-                gradebook::most_missed(conn)?,
-                gradebook::display_names(conn)?,
-                gradebook::pseudonym_key(conn)?,
-            ))
-        })
-        .await?;
-    let quizzes: Vec<(&str, &str)> = state
-        .course
-        .quizzes
-        .iter()
-        .map(|q| (q.id.as_str(), q.title.as_str()))
-        .collect();
-    let mut by_student: BTreeMap<(String, String), Vec<GradeCell>> = BTreeMap::new();
-    for cell in grades {
-        let name = cell.display_name.clone().unwrap_or_else(|| {
-            format!("anonymous {}", gradebook::pseudonym(&key, &cell.student_id))
-        });
-        by_student
-            .entry((name, cell.student_id.clone()))
-            .or_default()
-            .push(cell);
-    }
-    let students = by_student.len();
-    let pages = students.div_ceil(ROWS_PER_PAGE).max(1);
-    let page = paging.page.unwrap_or(1).clamp(1, pages);
-    let rows = by_student
-        .into_iter()
-        .skip((page - 1) * ROWS_PER_PAGE)
-        .take(ROWS_PER_PAGE)
-        .map(|((name, _), cells)| GradebookRow {
-            name,
-            cells: quizzes
-                .iter()
-                .map(|(id, _)| cells.iter().find(|c| c.quiz_id == *id).cloned())
-                .collect(),
-        })
-        .collect();
-    let gpu_use = state
-        .engine
-        .usage()
-        .into_iter()
-        .map(|(id, usage)| GpuUseRow {
-            name: names
-                .get(&id)
-                .cloned()
-                .unwrap_or_else(|| format!("anonymous {}", gradebook::pseudonym(&key, &id))),
-            playground_mib: state.engine.playgrounds.reserved_by(&id) as f64
-                / f64::from(1u32 << 20),
-            usage,
-        })
-        .collect();
+    let quiz_ids: Vec<&str> = state.course.quizzes.iter().map(|q| q.id.as_str()).collect();
+    let view = View::parse(&query, &quiz_ids)?;
+    let class = ClassData::load(&state).await?;
+    let all_rows = class.rows(&quiz_ids);
+    let figures = quiz_figures(&all_rows, quiz_ids.len());
+    let students = all_rows.len();
+    let (rows, matched, page, pages) = view.apply(all_rows);
+    let mut headers = vec![
+        sort_header(
+            &view,
+            SortKey::Active,
+            "Last active",
+            "Latest quiz attempt or experiment",
+            &quiz_ids,
+        ),
+        sort_header(
+            &view,
+            SortKey::Stuck,
+            "Stuck",
+            "Several attempts at a quiz and no pass",
+            &quiz_ids,
+        ),
+    ];
+    headers.extend(
+        state.course.quizzes.iter().enumerate().map(|(i, quiz)| {
+            sort_header(&view, SortKey::Quiz(i), &quiz.id, &quiz.title, &quiz_ids)
+        }),
+    );
+    let sort = sort_param(&view.sort, &quiz_ids);
+    let notice = match query.saved.as_deref() {
+        Some("renamed") => Some("The student is renamed.".to_string()),
+        Some("merged") => Some(
+            "The students are merged: every attempt is kept and best scores are recomputed."
+                .to_string(),
+        ),
+        _ => None,
+    };
     let page = InstructorPage {
         layout: &state.layout,
-        quizzes,
+        name_header: sort_header(
+            &view,
+            SortKey::Name,
+            "Student",
+            "Display name or pseudonym",
+            &quiz_ids,
+        ),
+        headers,
         rows,
+        figures,
         students,
+        matched,
+        prev_href: (page > 1).then(|| gradebook_href(&view, &sort, view.descending, page - 1)),
+        next_href: (page < pages).then(|| gradebook_href(&view, &sort, view.descending, page + 1)),
         page,
         pages,
-        missed,
-        queue: state.engine.stats(),
-        device: format!("{} ({})", state.engine.card.name, state.engine.card.kind),
-        gpu_use,
+        filter: query.q.clone().unwrap_or_default(),
+        stuck_only: view.stuck_only,
+        sort,
+        dir: if view.descending { "desc" } else { "asc" },
+        missed: missed_in_course_order(&state.course, class.missed),
+        live: live_view(&state).await?,
+        notice,
+        script: state.assets.url("js/instructor.js"),
     };
     Ok(Html(page.render()?).into_response())
 }
@@ -270,90 +249,4 @@ pub async fn logout(State(state): State<AppState>, jar: CookieJar) -> Redirect {
         sessions.remove(cookie.value());
     }
     Redirect::to("/instructor")
-}
-
-fn csv_response(name: &str, bytes: Vec<u8>) -> Response {
-    (
-        [
-            (header::CONTENT_TYPE, "text/csv; charset=utf-8".to_string()),
-            (
-                header::CONTENT_DISPOSITION,
-                format!("attachment; filename=\"{name}\""),
-            ),
-        ],
-        bytes,
-    )
-        .into_response()
-}
-
-/// Rows as CSV, every cell safe to open in a spreadsheet: a cell a spreadsheet would run
-/// as a formula (starting with `=`, `+`, `@`, a tab or return, or `-` when it is not a
-/// number) gets a leading `'`, so a student's display name can never execute.
-fn csv_bytes<T: serde::Serialize>(rows: &[T]) -> Result<Vec<u8>, AppError> {
-    let fail = |e: &dyn std::fmt::Display| AppError::BadRequest(format!("csv: {e}"));
-    let mut writer = csv::Writer::from_writer(Vec::new());
-    for row in rows {
-        writer.serialize(row).map_err(|e| fail(&e))?;
-    }
-    let raw = writer.into_inner().map_err(|e| fail(&e))?;
-    let mut reader = csv::ReaderBuilder::new()
-        .has_headers(false)
-        .from_reader(raw.as_slice());
-    let mut safe = csv::Writer::from_writer(Vec::new());
-    for record in reader.records() {
-        let record = record.map_err(|e| fail(&e))?;
-        safe.write_record(record.iter().map(neutralise_formula))
-            .map_err(|e| fail(&e))?;
-    }
-    safe.into_inner().map_err(|e| fail(&e))
-}
-
-fn neutralise_formula(cell: &str) -> String {
-    let risky = match cell.chars().next() {
-        Some('=' | '+' | '@' | '\t' | '\r') => true,
-        Some('-') => cell.parse::<f64>().is_err(),
-        _ => false,
-    };
-    if risky {
-        format!("'{cell}")
-    } else {
-        cell.to_string()
-    }
-}
-
-/// `GET /instructor/grades.csv`: one row per student and attempted quiz.
-pub async fn grades_csv(
-    State(state): State<AppState>,
-    caller: Caller,
-) -> Result<Response, AppError> {
-    require(&state, &caller)?;
-    let (cells, key) = state
-        .db
-        .run(|conn| Ok((gradebook::grades(conn)?, gradebook::pseudonym_key(conn)?)))
-        .await?;
-    let rows: Vec<GradeExport> = cells
-        .into_iter()
-        .map(|cell| GradeExport {
-            student: gradebook::pseudonym(&key, &cell.student_id),
-            display_name: cell.display_name,
-            quiz_id: cell.quiz_id,
-            best_percent: cell.best_percent,
-            attempts: cell.attempts,
-            passed: cell.passed,
-        })
-        .collect();
-    Ok(csv_response("gpulab-grades.csv", csv_bytes(&rows)?))
-}
-
-/// `GET /instructor/missed.csv`: questions by share of wrong answers.
-pub async fn missed_csv(
-    State(state): State<AppState>,
-    caller: Caller,
-) -> Result<Response, AppError> {
-    require(&state, &caller)?;
-    let rows: Vec<MissedQuestion> = state.db.run(|conn| gradebook::most_missed(conn)).await?;
-    Ok(csv_response(
-        "gpulab-missed-questions.csv",
-        csv_bytes(&rows)?,
-    ))
 }

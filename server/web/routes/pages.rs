@@ -25,9 +25,14 @@ pub async fn home(
     Extension(student): Extension<StudentId>,
     Query(query): Query<HashMap<String, String>>,
 ) -> Result<Html<String>, AppError> {
-    let data = state
+    let (data, resume_code) = state
         .db
-        .run(move |conn| progress::export(conn, &student.0))
+        .run(move |conn| {
+            Ok((
+                progress::export(conn, &student.0)?,
+                crate::db::student_identity::resume_code(conn, &student.0)?,
+            ))
+        })
         .await?;
     let (rows, display_name) = (&data.progress, data.display_name.clone());
     let by_quiz: HashMap<&str, &progress::QuizProgress> =
@@ -52,6 +57,8 @@ pub async fn home(
         continue_at: continue_from(&state.course, &data.progress, &data.attempts),
         device: &state.device,
         saved: query.get("saved").is_some_and(|v| v == "name"),
+        resume_code: resume_code.map(|c| crate::db::student_identity::display_code(&c)),
+        resumed: query.contains_key("resumed"),
         script: state.assets.url("js/home.js"),
     };
     Ok(Html(page.render()?))

@@ -85,11 +85,12 @@ export async function shoot(ctx, page, id) {
  * axe (default and experimental rules) on the state `page` shows now, in a second
  * context of the same student with the CSP bypassed (axe is injected as a script):
  * `path` is loaded there and `prepare(page)` may bring it to the same state.
- * Throws on any serious or critical violation.
+ * Throws on any serious or critical violation. `options` go to the axe context
+ * (e.g. `{ colorScheme: 'dark' }`).
  */
-export async function axeOn(ctx, context, path, prepare = async () => {}) {
+export async function axeOn(ctx, context, path, prepare = async () => {}, options = {}) {
   const state = await context.storageState();
-  const axeContext = await ctx.browser.newContext({ bypassCSP: true, storageState: state, viewport: { width: 1280, height: 900 } });
+  const axeContext = await ctx.browser.newContext({ bypassCSP: true, storageState: state, viewport: { width: 1280, height: 900 }, ...options });
   try {
     const page = await axeContext.newPage();
     page.setDefaultTimeout(ctx.timeouts.action);

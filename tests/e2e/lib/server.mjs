@@ -26,7 +26,7 @@ export function freePort() {
  * Starts `bin serve ...` and resolves with { origin, stop, logPath } once GET / answers
  * 200, or rejects (having killed the process) when it exits early or `readyMs` passes.
  */
-export async function startServer({ bin, cwd, logPath, readyMs = 30_000 }) {
+export async function startServer({ bin, cwd, logPath, readyMs = 30_000, token = '' }) {
   if (!existsSync(bin)) {
     throw new Error(`server binary ${bin} not found: run \`cargo build\` (or set GPULAB_BIN)`);
   }
@@ -46,8 +46,9 @@ export async function startServer({ bin, cwd, logPath, readyMs = 30_000 }) {
   const child = spawn(bin, args, {
     cwd,
     stdio: ['ignore', 'pipe', 'pipe'],
-    // An instructor token in the caller's environment would change the pages; drop it.
-    env: { ...process.env, GPULAB_INSTRUCTOR_TOKEN: '' },
+    // An instructor token in the caller's environment would change the pages; only the
+    // instructor part passes its own.
+    env: { ...process.env, GPULAB_INSTRUCTOR_TOKEN: token },
   });
   child.stdout.pipe(log, { end: false });
   child.stderr.pipe(log, { end: false });
@@ -83,7 +84,7 @@ export async function startServer({ bin, cwd, logPath, readyMs = 30_000 }) {
     }
     try {
       const response = await fetch(`${origin}/`, { signal: AbortSignal.timeout(2_000) });
-      if (response.ok) return { origin, stop, logPath, pid: child.pid };
+      if (response.ok) return { origin, stop, logPath, pid: child.pid, database: join(dbDir, 'e2e.db') };
       lastError = `GET / answered ${response.status}`;
     } catch (error) {
       lastError = error.cause?.code ?? error.message;

@@ -1,0 +1,78 @@
+//! Progress on another browser: a learner asks for a resume code on the home page
+//! (`POST /me/resume-code`), and types it into another browser (`POST /me/resume`),
+//! which then carries the same student cookie. Both are student writes (they need the
+//! cookie a page gave, like every other write). Wrong codes are slowed down exactly
+//! like wrong instructor tokens (`web::login_guard`: per address after a few, then for
+//! everyone), on top of the 60 random bits a code carries.
+
+use std::net::SocketAddr;
+
+use axum::body::Bytes;
+use axum::extract::{ConnectInfo, Extension, State};
+use axum::http::header;
+use axum::response::{IntoResponse, Redirect, Response};
+
+use crate::db::student_identity::{self, normalise_code};
+use crate::web::error::AppError;
+use crate::web::identity::{STUDENT_COOKIE, StudentId, private_cookie};
+use crate::web::state::AppState;
+
+/// `POST /me/resume-code`: makes this student's resume code (once) and shows it.
+pub async fn make_code(
+    State(state): State<AppState>,
+    Extension(student): Extension<StudentId>,
+) -> Result<Redirect, AppError> {
+    state
+        .db
+        .run(move |conn| student_identity::ensure_resume_code(conn, &student.0))
+        .await?;
+    Ok(Redirect::to("/#resume-heading"))
+}
+
+/// `POST /me/resume` with `code`: this browser becomes the student the code belongs to.
+pub async fn resume(
+    State(state): State<AppState>,
+    peer: Option<Extension<ConnectInfo<SocketAddr>>>,
+    body: Bytes,
+) -> Result<Response, AppError> {
+    let address = peer.map(|Extension(ConnectInfo(p))| p.ip());
+    let mut typed = None;
+    for (key, value) in crate::web::extract::form(&body)? {
+        if key != "code" {
+            return Err(AppError::BadRequest(format!("unknown form field `{key}`")));
+        }
+        typed = Some(value);
+    }
+    let typed = typed.ok_or_else(|| AppError::Invalid("the form needs a `code` field".into()))?;
+    let code = normalise_code(&typed).ok_or_else(|| {
+        AppError::Invalid(
+            "a resume code has 12 letters and digits, like ABCD-EFGH-JKMN; check it and try again"
+                .into(),
+        )
+    })?;
+    if let Err(wait) = state.resume_guard.before_attempt(address) {
+        let secs = wait.as_secs_f64().ceil().max(1.0) as u64;
+        return Err(AppError::TooMany {
+            retry_after_secs: secs,
+            message: format!(
+                "Too many wrong resume codes were tried; try again in about {secs} s."
+            ),
+        });
+    }
+    let found = state
+        .db
+        .run(move |conn| student_identity::student_for_code(conn, &code))
+        .await?;
+    state.resume_guard.after_attempt(address, found.is_some());
+    let Some(student) = found else {
+        return Err(AppError::Invalid(
+            "no progress has that resume code; check it on the browser you started on (its home page shows it)".into(),
+        ));
+    };
+    let mut response = Redirect::to("/?resumed=1#you-heading").into_response();
+    response.headers_mut().append(
+        header::SET_COOKIE,
+        private_cookie(STUDENT_COOKIE, student, 365),
+    );
+    Ok(response)
+}
