@@ -33,21 +33,6 @@ pub struct GradeCell {
     pub last_attempt_at: String,
 }
 
-/// How often one question was answered wrong.
-#[derive(Debug, Clone, Serialize)]
-pub struct MissedQuestion {
-    /// Quiz id.
-    pub quiz_id: String,
-    /// Question id.
-    pub question_id: String,
-    /// Wrong answers.
-    pub wrong: u32,
-    /// All answers.
-    pub answered: u32,
-    /// `wrong / answered` in percent.
-    pub wrong_percent: f64,
-}
-
 /// Every student's best result per attempted quiz, by student then quiz.
 pub fn grades(conn: &Connection) -> Result<Vec<GradeCell>, DbError> {
     let mut stmt = conn.prepare(
@@ -70,29 +55,6 @@ pub fn grades(conn: &Connection) -> Result<Vec<GradeCell>, DbError> {
             passed: r.get(5)?,
             first_attempt_at: r.get(6)?,
             last_attempt_at: r.get(7)?,
-        })
-    })?;
-    Ok(rows.collect::<Result<_, _>>()?)
-}
-
-/// Questions with at least one wrong answer, most-missed share first within each quiz.
-pub fn most_missed(conn: &Connection) -> Result<Vec<MissedQuestion>, DbError> {
-    let mut stmt = conn.prepare(
-        "SELECT a.quiz_id, q.question_id, SUM(1 - q.correct), COUNT(*)
-         FROM answers q JOIN attempts a ON a.id = q.attempt_id
-         GROUP BY a.quiz_id, q.question_id
-         HAVING SUM(1 - q.correct) > 0
-         ORDER BY a.quiz_id, CAST(SUM(1 - q.correct) AS REAL) / COUNT(*) DESC, q.question_id",
-    )?;
-    let rows = stmt.query_map([], |r| {
-        let wrong: u32 = r.get(2)?;
-        let answered: u32 = r.get(3)?;
-        Ok(MissedQuestion {
-            quiz_id: r.get(0)?,
-            question_id: r.get(1)?,
-            wrong,
-            answered,
-            wrong_percent: percent(wrong, answered),
         })
     })?;
     Ok(rows.collect::<Result<_, _>>()?)

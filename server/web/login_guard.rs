@@ -2,7 +2,10 @@
 //! address, that address must wait before the next try, twice as long after each further
 //! failure (up to a quarter of an hour); across all addresses together a larger budget
 //! applies the same way, so guessing from many machines is slow too. A right token clears
-//! its address's count. The server also refuses to start with a token shorter than
+//! its address's count. IPv6 addresses count per /64 (one machine can pick any address in
+//! its /64). A guard for secrets too long to guess ([`LoginGuard::per_address`], used for
+//! 60-bit resume codes) has no class-wide budget, so one hostile client cannot lock the
+//! whole class out. The server also refuses to start with a token shorter than
 //! [`MIN_TOKEN_LEN`] characters, and compares SHA-256 digests of the tokens in constant
 //! time, so neither a token's content nor its length shows in the timing.
 
@@ -67,15 +70,37 @@ impl Failures {
     }
 }
 
-/// Failed sign-ins, per address and in total.
-#[derive(Default)]
+/// Failed sign-ins, per address and (unless made with [`LoginGuard::per_address`]) in
+/// total.
 pub struct LoginGuard {
     state: Mutex<(HashMap<IpAddr, Failures>, Failures)>,
+    /// Wrong attempts all addresses together may make before everyone waits; `None`: no
+    /// class-wide budget.
+    free_total: Option<u32>,
+}
+
+impl Default for LoginGuard {
+    fn default() -> Self {
+        Self {
+            state: Mutex::default(),
+            free_total: Some(FREE_FAILURES_TOTAL),
+        }
+    }
 }
 
 impl LoginGuard {
+    /// A guard that slows each address (IPv6: each /64) but never everyone: for secrets
+    /// with enough random bits that guessing from many addresses is hopeless anyway.
+    pub fn per_address() -> Self {
+        Self {
+            state: Mutex::default(),
+            free_total: None,
+        }
+    }
+
     /// `Err(wait)` when `address` (or everyone) must wait before trying again.
     pub fn before_attempt(&self, address: Option<IpAddr>) -> Result<(), Duration> {
+        let address = address.map(super::guard::key);
         let state = self
             .state
             .lock()
@@ -91,6 +116,7 @@ impl LoginGuard {
 
     /// Records the outcome of an attempt from `address`.
     pub fn after_attempt(&self, address: Option<IpAddr>, succeeded: bool) {
+        let address = address.map(super::guard::key);
         let mut state = self
             .state
             .lock()
@@ -102,7 +128,9 @@ impl LoginGuard {
             }
             return;
         }
-        total.fail(FREE_FAILURES_TOTAL);
+        if let Some(free) = self.free_total {
+            total.fail(free);
+        }
         if let Some(address) = address {
             by_address.entry(address).or_default().fail(FREE_FAILURES);
         }
@@ -150,5 +178,35 @@ mod tests {
             guard.before_attempt(Some(here)).is_ok(),
             "a right token clears the count"
         );
+    }
+
+    #[test]
+    fn many_addresses_lock_everyone_out_only_where_there_is_a_class_wide_budget() {
+        let fail_from_many = |guard: &LoginGuard| {
+            for i in 0..=FREE_FAILURES_TOTAL {
+                let address = IpAddr::from([198, 51, 100, u8::try_from(i % 250).unwrap()]);
+                guard.after_attempt(Some(address), false);
+            }
+        };
+        let bystander: IpAddr = "203.0.113.9".parse().unwrap();
+        let tokens = LoginGuard::default();
+        fail_from_many(&tokens);
+        assert!(tokens.before_attempt(Some(bystander)).is_err());
+        let codes = LoginGuard::per_address();
+        fail_from_many(&codes);
+        assert!(codes.before_attempt(Some(bystander)).is_ok());
+    }
+
+    #[test]
+    fn ipv6_neighbours_in_one_64_share_a_count() {
+        let guard = LoginGuard::per_address();
+        for i in 0..FREE_FAILURES {
+            let address: IpAddr = format!("2001:db8:1:2::{:x}", i + 1).parse().unwrap();
+            guard.after_attempt(Some(address), false);
+        }
+        let neighbour: IpAddr = "2001:db8:1:2::ffff".parse().unwrap();
+        assert!(guard.before_attempt(Some(neighbour)).is_err());
+        let elsewhere: IpAddr = "2001:db8:1:3::1".parse().unwrap();
+        assert!(guard.before_attempt(Some(elsewhere)).is_ok());
     }
 }

@@ -61,7 +61,8 @@ pub struct Shared {
     pub write_limiter: Arc<AddressLimiter>,
     /// Failed instructor sign-ins.
     pub login_guard: Arc<LoginGuard>,
-    /// Wrong resume codes (the same slowing-down as wrong instructor tokens).
+    /// Wrong resume codes: slowed per address like wrong instructor tokens, with no
+    /// class-wide lockout (a code carries 60 random bits).
     pub resume_guard: Arc<LoginGuard>,
     /// Prometheus metrics.
     pub metrics: Arc<Metrics>,
@@ -120,7 +121,7 @@ impl AppState {
             attempt_limiter: Arc::new(StudentLimiter::new(config.limits.attempts_per_minute)),
             write_limiter: AddressLimiter::new(config.limits.writes_per_minute_per_address),
             login_guard: Arc::default(),
-            resume_guard: Arc::default(),
+            resume_guard: Arc::new(LoginGuard::per_address()),
             metrics: Arc::new(metrics),
             config: Arc::new(config),
             course: Arc::new(course),

@@ -1,9 +1,10 @@
 //! Progress on another browser: a learner asks for a resume code on the home page
 //! (`POST /me/resume-code`), and types it into another browser (`POST /me/resume`),
 //! which then carries the same student cookie. Both are student writes (they need the
-//! cookie a page gave, like every other write). Wrong codes are slowed down exactly
-//! like wrong instructor tokens (`web::login_guard`: per address after a few, then for
-//! everyone), on top of the 60 random bits a code carries.
+//! cookie a page gave, like every other write). Wrong codes are slowed down per address
+//! (`web::login_guard::LoginGuard::per_address`, IPv6 per /64) on top of the 60 random
+//! bits a code carries and the per-address write limit; there is no class-wide lockout,
+//! so one hostile client cannot stop the others from resuming.
 
 use std::net::SocketAddr;
 
