@@ -7,7 +7,7 @@ import test from 'node:test';
 import assert from 'node:assert/strict';
 
 import {
-  spreadOf, compareWithNoise, breakItLoggingVerdict, trainingLoggingVerdict,
+  spreadOf, compareWithNoise, breakItLoggingVerdict, trainingLoggingVerdict, timingTrapVerdict,
 } from '../../web/static/js/logic/measured-verdicts.js';
 
 const s = (median, min, max, extra = {}) => ({ median, min, max, samples: 20, ...extra });
@@ -76,4 +76,13 @@ test('the training probe on a GPU reports a real sync cost', () => {
   assert.equal(v.headline, '3× slower');
   assert.match(v.text, /sync point/);
   assert.equal(trainingLoggingVerdict({}), null);
+});
+
+test('the timing trap is claimed only when the unsynchronised timer read measurably less', () => {
+  const trap = timingTrapVerdict({ host_no_sync_ms: 0.5, host_sync_ms: 5 }, 4.4, 'GPU');
+  assert.equal(trap.headline, '10×');
+  assert.match(trap.text, /10× less than the 5 ms/);
+  const none = timingTrapVerdict({ host_no_sync_ms: 5, host_sync_ms: 5.1 }, 0, 'stream thread');
+  assert.equal(none.headline, 'no measurable difference');
+  assert.doesNotMatch(none.text, /less than/);
 });

@@ -92,3 +92,30 @@ export function trainingLoggingVerdict(result) {
   const what = `reading every step took ${formatMs(every)} per step and every ${n} steps ${formatMs(everyN)}, while single steps of this run ranged ${formatMs(result.step_ms.min)}–${formatMs(result.step_ms.max)}.`;
   return { ...wording(cmp, cpu, what), ...cmp };
 }
+
+/**
+ * The timing trap's verdict from its `result` ({host_no_sync_ms, host_sync_ms,
+ * underestimate_factor}) and how long the device worked after the CPU went quiet
+ * (`afterMs`, from hiddenWork): the trap is claimed only when the unsynchronised timer
+ * read measurably less than the synchronised one.
+ */
+export function timingTrapVerdict(result, afterMs, deviceWord) {
+  const noSync = Number(result && result.host_no_sync_ms);
+  const sync = Number(result && result.host_sync_ms);
+  const cmp = compareWithNoise(sync, noSync, 0);
+  if (!cmp) return null;
+  if (!cmp.measurable || cmp.diff < 0) {
+    return {
+      text: `No measurable difference this run: the timer without synchronising read ${formatMs(noSync)} and the synchronised one ${formatMs(sync)}. The ${deviceWord} finished its work about as fast as the launches returned, so the trap did not show; the launches and the work still ran at different times (see the timeline).`,
+      tone: 'plain',
+      headline: 'no measurable difference',
+      ...cmp,
+    };
+  }
+  return {
+    text: `The timer without synchronising read ${formatMs(noSync)}, ${formatTimes(cmp.ratio)} less than the ${formatMs(sync)} the work really took: it timed the launches, not the work. The ${deviceWord} kept working for ${formatMs(afterMs)} after the CPU lane went quiet.`,
+    tone: 'warn',
+    headline: formatTimes(cmp.ratio),
+    ...cmp,
+  };
+}
