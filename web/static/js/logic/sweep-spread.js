@@ -1,0 +1,61 @@
+// The spread of a measured sweep (matmul crossover, and any sweep whose points are
+// server Summaries {median,min,max,q1,q3,outliers,stable,samples}): the interquartile
+// band the chart draws around each median, and the sentences that say which points had
+// stray samples (outside Tukey's fences) or did not settle within their time budget.
+// Older results without quartiles fall back to min–max. Pure: tests/js/sweep-spread.test.mjs.
+
+import { formatPercent } from './panel-format.js';
+
+/** The band [low, high] of one Summary: its quartiles, else its min and max; null if none. */
+export function bandOf(s) {
+  if (!s || !Number.isFinite(s.median)) return null;
+  if (Number.isFinite(s.q1) && Number.isFinite(s.q3)) return { low: s.q1, high: s.q3, kind: 'IQR' };
+  if (Number.isFinite(s.min) && Number.isFinite(s.max)) return { low: s.min, high: s.max, kind: 'min–max' };
+  return null;
+}
+
+/** For `rows` and a Summary field `key`: the band's low and high per row (null gaps). */
+export function bandColumns(rows, key) {
+  const bands = (rows || []).map((r) => bandOf(r[key]));
+  return { low: bands.map((b) => (b ? b.low : null)), high: bands.map((b) => (b ? b.high : null)) };
+}
+
+/**
+ * Findings about the spread of `rows` for each of `kinds` ({key, short}), with `side(n)`
+ * naming a size: one sentence per point with outliers or that did not settle, or one
+ * sentence saying every point settled. Returns [{text, tone, size, key}].
+ */
+export function spreadFindings(rows, kinds, side = String) {
+  const out = [];
+  let points = 0;
+  for (const kind of kinds) {
+    for (const row of rows || []) {
+      const s = row[kind.key];
+      if (!s || !Number.isFinite(s.median)) continue;
+      points += 1;
+      const band = bandOf(s);
+      if (s.outliers > 0) {
+        out.push({
+          text: `Outlier at ${side(row.size)} (${kind.short}): ${s.outliers} of ${s.samples} samples fell outside the fences (1.5 IQR beyond the quartiles). The median ignores them; the min–max does not.`,
+          tone: 'warn', size: row.size, key: kind.key,
+        });
+      }
+      if (s.stable === false && band && s.median > 0) {
+        out.push({
+          text: `Noisy point at ${side(row.size)} (${kind.short}): after ${s.samples} samples the middle half still spread over ${formatPercent((band.high - band.low) / s.median, 2)} of the median, so it did not settle within its time budget. Read that point loosely, or run again.`,
+          tone: 'warn', size: row.size, key: kind.key,
+        });
+      }
+    }
+  }
+  if (points > 0 && out.length === 0) {
+    const withQuartiles = (rows || []).some((r) => kinds.some((k) => r[k.key] && Number.isFinite(r[k.key].q1)));
+    out.push({
+      text: withQuartiles
+        ? 'Every point settled: its middle half of samples lies within 10% of its median, and none had outliers.'
+        : 'No point had a sample outside its min–max range worth flagging.',
+      tone: 'good', size: null, key: null,
+    });
+  }
+  return out;
+}
