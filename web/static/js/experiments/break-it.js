@@ -79,6 +79,7 @@ export async function mount(figure, params) {
   const spec = experimentSpec(info, 'break-it');
   const kase = CASES[params.case] ? params.case : spec.defaults.case;
   standardPanel(figure, device, {
+    experiment: 'break-it',
     intro: CASES[kase].intro,
     fields: [],
     runLabel: CASES[kase].runLabel,

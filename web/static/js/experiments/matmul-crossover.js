@@ -204,6 +204,7 @@ export async function mount(figure, params) {
   if (device.kind === 'cpu') target = Math.min(target, CPU_DEFAULT_SIZE);
   const state = { chart: null, mode: 'time' };
   standardPanel(figure, device, {
+    experiment: 'matmul',
     intro: 'Square FP32 matrix products from 16 × 16 upward, timed on the CPU and, when there is one, on the GPU.',
     fields: [{
       name: 'max_size',

@@ -122,6 +122,7 @@ export async function mount(figure) {
   const device = info && info.device;
   const state = { chart: null };
   standardPanel(figure, device, {
+    experiment: 'timing',
     intro: 'Eight pieces of work of about 5 ms each are queued back to back, then timed three ways.',
     fields: [],
     runLabel: 'Run the timing test',

@@ -121,6 +121,7 @@ export async function mount(figure, params) {
   const runs = [];
   let counter = 0;
   const panel = standardPanel(figure, device, {
+    experiment: 'training',
     intro: 'A small classifier (Linear → ReLU → Linear) learns to route synthetic access tickets to one of three actions.',
     fields: [
       { name: 'batch', label: 'Batch size', type: 'number', ...batch, value: startValue(spec, params, 'batch'), hint: `tickets per step, ${formatInt(batch.min)} to ${formatInt(batch.max)}` },

@@ -75,6 +75,7 @@ export async function mount(figure, params) {
   if (device.kind === 'cpu') target = Math.min(target, CPU_DEFAULT_BYTES);
   const state = { chart: null };
   standardPanel(figure, device, {
+    experiment: 'transfer',
     intro: 'Copies of growing size, timed repeatedly; the chart shows the median bandwidth of each.',
     fields: [{
       name: 'max_bytes',
