@@ -27,8 +27,9 @@ test('a point with outliers and a point that did not settle are both named', () 
   ];
   const found = spreadFindings(rows, kinds, side);
   assert.equal(found.length, 2);
-  assert.match(found[0].text, /^Outlier at 32 × 32 \(CPU\): 2 of 12 samples/);
-  assert.match(found[1].text, /^Noisy point at 64 × 64 \(GPU\): after 20 samples .* 50% of the median/);
+  assert.match(found[0].text, /^Outliers \(CPU\): at 32 × 32 \(2 of 12 samples\), samples fell outside/);
+  assert.deepEqual(found[0].sizes, [32]);
+  assert.match(found[1].text, /^Noisy points \(GPU\): 64 × 64 \(middle half spread over 50% of the median after 20 samples\)/);
   assert.ok(found.every((f) => !/Every point settled/.test(f.text)));
 });
 
@@ -37,4 +38,8 @@ test('"every point settled" only when no point is flagged', () => {
   assert.equal(found.length, 1);
   assert.match(found[0].text, /Every point settled/);
   assert.deepEqual(spreadFindings([], kinds, side), []);
+  const two = spreadFindings([{ size: 16, cpu_ms: s(1, { outliers: 1 }) }, { size: 32, cpu_ms: s(3, { outliers: 1 }) }], kinds, side);
+  assert.equal(two.length, 1, 'one sentence per kind, not per point');
+  assert.deepEqual(two[0].sizes, [16, 32]);
+  assert.match(spreadFindings([{ size: 16, cpu_ms: { median: 1, min: 1, max: 2 } }], kinds, side)[0].text, /no quartiles/);
 });

@@ -26,6 +26,6 @@ export default async function check({ figure, assert }) {
   assert.ok(spreads.every((c) => /^[\d.,]+ (ns|µs|ms|s)–[\d.,]+ (ns|µs|ms|s), \d+/.test(c)), `an IQR and a sample count per size: ${spreads}`);
   const findings = (await figure.locator('.exp-finding').allInnerTexts()).join('\n');
   const flagged = spreads.some((c) => /outlier/.test(c));
-  assert.equal(/Outlier at/.test(findings), flagged, `outlier sentences match the table (${spreads}): ${findings}`);
-  if (/Every point settled/.test(findings)) assert.ok(!flagged && !/Noisy point/.test(findings), findings);
+  assert.equal(/Outliers \(/.test(findings), flagged, `outlier sentences match the table (${spreads}): ${findings}`);
+  if (/Every point settled/.test(findings)) assert.ok(!flagged && !/Noisy points/.test(findings), findings);
 }

@@ -24,7 +24,7 @@ export default async function check({ figure, assert }) {
   assert.match(await figure.locator('.exp-table tbody tr', { hasText: 'Run 2' }).innerText(), /BF16/);
   // The BF16 run's logging verdict agrees with the numbers it quotes.
   const caption = await figure.locator('.exp-finding', { hasText: 'every step' }).first().innerText();
-  const m = /reading every step took ([^,]+?) per step and every \d+ steps (.+?), while single steps of this run ranged (.+?)–(.+?)\./.exec(caption);
+  const m = /reading every step took ([^,]+?) per step and every \d+ steps (.+?), while single steps of this run ranged (.+?)–(.+?)\. /.exec(caption);
   assert.ok(m, `the logging verdict quotes its numbers: ${caption}`);
   const cpu = (await figure.locator('details.exp-provenance').last().textContent()).includes('(CPU backend)');
   assertConsistent(assert, caption, parseMs(m[1]), parseMs(m[2]), parseMs(m[4]) - parseMs(m[3]), cpu);

@@ -13,6 +13,8 @@ export default async function check({ figure, assert }) {
   await figure.locator('.exp-chart canvas').first().waitFor({ timeout: 60_000 });
   const chart = figure.locator('.exp-chart[role="img"]');
   assert.match(await chart.getAttribute('aria-label'), /bandwidth in GB\/s/);
+  assert.match(await chart.getAttribute('aria-label'), /shaded band .* middle half of its samples/);
+  assert.match(await figure.locator('.exp-legend').innerText(), /Shaded: middle half of the samples \(IQR\)/);
   const cells = await figure.locator('.exp-table tbody td').allInnerTexts();
   assert.ok(cells.length > 0, 'the table has rows');
   const medians = cells.map((c) => Number.parseFloat(c.replace(/,/g, '')));

@@ -9,7 +9,7 @@ import {
   el, showResults, uniqueId, loadDevice, standardPanel, runJob, dataTable, statList, finding, provenanceDetails, legend,
   experimentSpec, boundsOf, startValue,
 } from './panel.js';
-import { mountChart, axis, xAxis, lineSeries, log2Values } from './panel-chart.js';
+import { mountChart, axis, xAxis, lineSeries, log2Values, bandFill, bandEdge } from './panel-chart.js';
 import { matmulSeries, crossoverSize } from '../logic/panel-series.js';
 import { bandColumns, spreadFindings } from '../logic/sweep-spread.js';
 import { formatFlops, formatMs, formatSig, formatTimes, formatError, powerOfTwoSteps, largestStepAtMost } from '../logic/panel-format.js';
@@ -103,13 +103,6 @@ function decades(_u, _axis, min, max) {
   return out;
 }
 
-/** A colour at a fifth of its opacity, for the spread bands (hex or rgb() input). */
-function translucent(color) {
-  if (/^#[0-9a-f]{6}$/i.test(color)) return `${color}33`;
-  const rgb = /^rgb\((.+)\)$/.exec(color);
-  return rgb ? `rgba(${rgb[1]}, 0.2)` : color;
-}
-
 /** The band's [low, high] edges for `key` in the chart's unit (GFLOP/s flips them). */
 function bandData(rows, key, mode) {
   const { low, high } = bandColumns(rows, key);
@@ -126,7 +119,7 @@ function renderChart(host, result, data, cross, mode, state) {
   const summary = `Line chart, log scales: ${what} against matrix side from ${sizes[0]} to ${sizes[sizes.length - 1]} for ${series.map((s) => s.label).join('; ')}; a shaded band around each line spans the middle half of its samples (interquartile range). ${cross.resident ? `The GPU is faster from ${side(cross.resident)}.` : 'No crossover is marked.'} The table below lists every value.`;
   const format = mode === 'gflops' ? (v) => formatSig(v) : (v) => formatMs(v);
   // Two invisible edges per series (quartiles) with a shaded band between them.
-  const bandSeries = series.flatMap((s) => [0, 1].map((edge) => ({ label: `${s.short} ${edge ? 'q3' : 'q1'}`, stroke: 'transparent', width: 0, points: { show: false } })));
+  const bandSeries = series.flatMap((s) => [bandEdge(`${s.short} q1`), bandEdge(`${s.short} q3`)]);
   state.chart = mountChart(host, {
     summary,
     build: (colors) => ({
@@ -137,7 +130,7 @@ function renderChart(host, result, data, cross, mode, state) {
           axis(colors, { label: mode === 'gflops' ? 'GFLOP/s (log scale)' : 'Time per product (log scale)', size: 64, splits: decades, values: (_u, splits) => splits.map((v) => (v === null || v === undefined ? '' : format(v))) }),
         ],
         series: [{}, ...series.map((s) => lineSeries(colors, s)), ...bandSeries],
-        bands: series.map((s, i) => ({ series: [1 + series.length + 2 * i + 1, 1 + series.length + 2 * i], fill: translucent(colors[s.tone]) })),
+        bands: series.map((s, i) => ({ series: [1 + series.length + 2 * i + 1, 1 + series.length + 2 * i], fill: bandFill(colors[s.tone]) })),
         hooks: { draw: [drawCrossovers(cross, colors)] },
       },
       data: [

@@ -22,30 +22,37 @@ export function bandColumns(rows, key) {
 
 /**
  * Findings about the spread of `rows` for each of `kinds` ({key, short}), with `side(n)`
- * naming a size: one sentence per point with outliers or that did not settle, or one
- * sentence saying every point settled. Returns [{text, tone, size, key}].
+ * naming a size: per kind, one sentence listing the points with outliers and one listing
+ * the points that did not settle; or one sentence saying every point settled.
+ * Returns [{text, tone, sizes, key}].
  */
 export function spreadFindings(rows, kinds, side = String) {
   const out = [];
   let points = 0;
   for (const kind of kinds) {
+    const stray = [];
+    const noisy = [];
     for (const row of rows || []) {
       const s = row[kind.key];
       if (!s || !Number.isFinite(s.median)) continue;
       points += 1;
       const band = bandOf(s);
-      if (s.outliers > 0) {
-        out.push({
-          text: `Outlier at ${side(row.size)} (${kind.short}): ${s.outliers} of ${s.samples} samples fell outside the fences (1.5 IQR beyond the quartiles). The median ignores them; the min–max does not.`,
-          tone: 'warn', size: row.size, key: kind.key,
-        });
-      }
+      if (s.outliers > 0) stray.push({ size: row.size, text: `${side(row.size)} (${s.outliers} of ${s.samples} samples)` });
       if (s.stable === false && band && s.median > 0) {
-        out.push({
-          text: `Noisy point at ${side(row.size)} (${kind.short}): after ${s.samples} samples the middle half still spread over ${formatPercent((band.high - band.low) / s.median, 2)} of the median, so it did not settle within its time budget. Read that point loosely, or run again.`,
-          tone: 'warn', size: row.size, key: kind.key,
-        });
+        noisy.push({ size: row.size, text: `${side(row.size)} (middle half spread over ${formatPercent((band.high - band.low) / s.median, 2)} of the median after ${s.samples} samples)` });
       }
+    }
+    if (stray.length) {
+      out.push({
+        text: `Outliers (${kind.short}): at ${stray.map((p) => p.text).join(', ')}, samples fell outside the fences (1.5 IQR beyond the quartiles). The median ignores them; the min–max does not.`,
+        tone: 'warn', sizes: stray.map((p) => p.size), key: kind.key,
+      });
+    }
+    if (noisy.length) {
+      out.push({
+        text: `Noisy points (${kind.short}): ${noisy.map((p) => p.text).join(', ')} did not settle within the time budget. Read them loosely, or run again.`,
+        tone: 'warn', sizes: noisy.map((p) => p.size), key: kind.key,
+      });
     }
   }
   if (points > 0 && out.length === 0) {
@@ -53,8 +60,8 @@ export function spreadFindings(rows, kinds, side = String) {
     out.push({
       text: withQuartiles
         ? 'Every point settled: its middle half of samples lies within 10% of its median, and none had outliers.'
-        : 'No point had a sample outside its min–max range worth flagging.',
-      tone: 'good', size: null, key: null,
+        : 'This result carries no quartiles, so only the min–max spread is shown.',
+      tone: withQuartiles ? 'good' : 'plain', sizes: [], key: null,
     });
   }
   return out;
