@@ -296,7 +296,7 @@ mod tests {
         }
         fn stop(&mut self) -> Result<f64, Infallible> {
             self.0 += 1;
-            Ok(if self.0 % 2 == 0 { 3.0 } else { 1.0 })
+            Ok(if self.0.is_multiple_of(2) { 3.0 } else { 1.0 })
         }
     }
 
