@@ -195,8 +195,16 @@ fn check(args: CheckArgs) -> ExitCode {
             println!(
                 "ok      reference runs: {} file(s), {} published figure(s), {} recorded run(s)",
                 course.references.len(),
-                course.references.iter().map(|r| r.figures.len()).sum::<usize>(),
-                course.references.iter().filter(|r| r.recorded.is_some()).count()
+                course
+                    .references
+                    .iter()
+                    .map(|r| r.figures.len())
+                    .sum::<usize>(),
+                course
+                    .references
+                    .iter()
+                    .filter(|r| r.recorded.is_some())
+                    .count()
             );
             println!(
                 "{}: {} lessons, no problems",

@@ -51,6 +51,18 @@ pub fn samples_settled(samples: &[f64]) -> bool {
     }
 }
 
+/// Below this relative gap two medians are never called different (the panels' rule too,
+/// in `web/static/js/logic/measured-verdicts.js`).
+pub const MIN_RELATIVE_GAP: f64 = 0.05;
+
+/// Whether medians `a` and `b`, with interquartile ranges `iqr_a` and `iqr_b`, differ by
+/// more than their noise: the gap must exceed the mean IQR and 5% of the smaller median.
+pub fn measurably_different(a: f64, iqr_a: f64, b: f64, iqr_b: f64) -> bool {
+    let gap = (a - b).abs();
+    let noise = (iqr_a.max(0.0) + iqr_b.max(0.0)) / 2.0;
+    a.is_finite() && b.is_finite() && gap > noise && gap > MIN_RELATIVE_GAP * a.min(b)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -73,6 +85,14 @@ mod tests {
         assert_eq!(outliers(&s, q1, q3), 1, "the 40 ms sample is an outlier");
         let even = [1.0, 2.0, 3.0, 4.0];
         assert_eq!(outliers(&even, 1.75, 3.25), 0);
+    }
+
+    #[test]
+    fn a_gap_counts_only_beyond_the_noise_and_five_percent() {
+        assert!(measurably_different(3.0, 0.2, 1.0, 0.2));
+        assert!(!measurably_different(1.5, 1.0, 1.0, 1.0), "inside the IQRs");
+        assert!(!measurably_different(1.04, 0.0, 1.0, 0.0), "under 5%");
+        assert!(!measurably_different(f64::NAN, 0.0, 1.0, 0.0));
     }
 
     #[test]
