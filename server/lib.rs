@@ -33,6 +33,7 @@
 //!   CUDA-event clocks, device memory, the device card and the doctor.
 //! - [`cpu`]: the CPU reference math every GPU path is checked against.
 //! - [`measure`]: medians and spreads, deadlines, and the one timing loop.
+//! - [`spread`]: quartiles, outlier fences and the rule that says a timed point settled.
 //! - [`host`], [`format`]: the host machine as Linux describes it; number formatting
 //!   shared by terminal tables and lesson fallbacks.
 
@@ -49,4 +50,5 @@ pub mod measure;
 pub mod metrics;
 pub mod playground;
 pub mod ratelimit;
+pub mod spread;
 pub mod web;

@@ -65,6 +65,27 @@ enum Command {
     Bench(bench_cli::BenchCommand),
     /// Print the OpenAPI document a server with the default caps serves.
     Openapi,
+    /// Reference GPU results shown beside CPU runs (content/reference-runs/).
+    #[command(subcommand)]
+    Reference(ReferenceCommand),
+}
+
+#[derive(Subcommand)]
+enum ReferenceCommand {
+    /// Import a `gpulab bench all --json` document recorded on a GPU into
+    /// <content>/reference-runs/, stamped with its device, driver, date and version.
+    Import {
+        /// The JSON file `gpulab bench all --json` wrote.
+        file: PathBuf,
+        /// Content folder to write into.
+        #[arg(
+            long,
+            env = "GPULAB_CONTENT",
+            value_name = "DIR",
+            default_value = "content"
+        )]
+        content: PathBuf,
+    },
 }
 
 #[derive(Args)]
@@ -98,11 +119,43 @@ fn main() -> ExitCode {
             }
         }
         Some(Command::Bench(command)) => command.run(),
+        Some(Command::Reference(ReferenceCommand::Import { file, content })) => {
+            match import_reference(&file, &content) {
+                Ok(path) => {
+                    println!("imported {} as {}", file.display(), path.display());
+                    ExitCode::SUCCESS
+                }
+                Err(e) => {
+                    eprintln!("gpulab: cannot import {}: {e:#}", file.display());
+                    ExitCode::FAILURE
+                }
+            }
+        }
         Some(Command::Openapi) => {
             print_json(&gpulab::web::router::openapi_document(&Limits::default()))
         }
         None => run_server(cli.serve),
     }
+}
+
+/// Validates the bench document at `file` and writes it as a recorded reference run
+/// under `content`; refuses to overwrite an earlier import of the same run.
+fn import_reference(file: &Path, content: &Path) -> anyhow::Result<PathBuf> {
+    use gpulab::course::reference_runs;
+    let text = std::fs::read_to_string(file).context("cannot read it")?;
+    let (name, reference) = reference_runs::import(&text)?;
+    let dir = content.join(reference_runs::DIR);
+    std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    let path = dir.join(name);
+    let mut json = serde_json::to_string_pretty(&reference)?;
+    json.push('\n');
+    let mut out = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&path)
+        .with_context(|| format!("cannot create {}", path.display()))?;
+    std::io::Write::write_all(&mut out, json.as_bytes())?;
+    Ok(path)
 }
 
 fn print_json(value: &impl serde::Serialize) -> ExitCode {
@@ -139,6 +192,20 @@ fn check(args: CheckArgs) -> ExitCode {
                     lesson.directives.len()
                 );
             }
+            println!(
+                "ok      reference runs: {} file(s), {} published figure(s), {} recorded run(s)",
+                course.references.len(),
+                course
+                    .references
+                    .iter()
+                    .map(|r| r.figures.len())
+                    .sum::<usize>(),
+                course
+                    .references
+                    .iter()
+                    .filter(|r| r.recorded.is_some())
+                    .count()
+            );
             println!(
                 "{}: {} lessons, no problems",
                 source.display_path(""),

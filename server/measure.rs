@@ -11,6 +11,8 @@ use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
+use crate::spread;
+
 /// Median and spread of one set of samples.
 #[derive(Debug, Clone, Copy, Serialize, PartialEq, utoipa::ToSchema)]
 pub struct Summary {
@@ -22,6 +24,15 @@ pub struct Summary {
     pub max: f64,
     /// How many samples.
     pub samples: usize,
+    /// First quartile (25th percentile): with `q3`, the interquartile range panels draw.
+    pub q1: f64,
+    /// Third quartile (75th percentile).
+    pub q3: f64,
+    /// Samples outside Tukey's fences (1.5 IQR beyond the quartiles): stray runs.
+    pub outliers: usize,
+    /// Whether the IQR settled within 10% of the median (see [`crate::spread`]); a point
+    /// that did not settle in its time budget is reported as noisy.
+    pub stable: bool,
 }
 
 impl Summary {
@@ -34,6 +45,10 @@ impl Summary {
             min: rate(self.max),
             max: rate(self.min),
             samples: self.samples,
+            q1: rate(self.q3),
+            q3: rate(self.q1),
+            outliers: self.outliers,
+            stable: self.stable,
         }
     }
 }
@@ -51,11 +66,17 @@ pub fn summarize(samples: &[f64]) -> Option<Summary> {
     } else {
         (sorted[n / 2 - 1] + sorted[n / 2]) / 2.0
     };
+    let q1 = spread::quantile(&sorted, 0.25)?;
+    let q3 = spread::quantile(&sorted, 0.75)?;
     Some(Summary {
         median,
         min: sorted[0],
         max: sorted[n - 1],
         samples: n,
+        q1,
+        q3,
+        outliers: spread::outliers(&sorted, q1, q3),
+        stable: n >= 3 && spread::settled(q1, q3, median),
     })
 }
 
@@ -149,9 +170,16 @@ pub struct Reps {
     pub timed: usize,
 }
 
+/// An unsettled point is sampled up to this many times `Reps::timed`.
+pub const MAX_TIMED_FACTOR: usize = 4;
+/// Past `Reps::timed`, a point gets more samples only while its timed loop has run for
+/// less than this: the extra repetitions stay a bounded share of any job on the GPU.
+pub const POINT_BUDGET: Duration = Duration::from_millis(150);
+
 /// Runs `work` `reps.warmups` times untimed, then `reps.timed` times each timed by
-/// `clock`, checking `deadline` before each timed run; returns the milliseconds'
-/// median and spread. `work` runs between `start` and `stop`, so what it queues is
+/// `clock`, checking `deadline` before each timed run, and more (up to
+/// [`MAX_TIMED_FACTOR`] times as many, within [`POINT_BUDGET`]) until the samples'
+/// IQR settles; returns the milliseconds' median and spread. `work` runs between `start` and `stop`, so what it queues is
 /// what is timed.
 pub fn repeat<C, E>(
     clock: &mut C,
@@ -166,8 +194,19 @@ where
     for _ in 0..reps.warmups {
         work()?;
     }
-    let mut samples = Vec::with_capacity(reps.timed);
-    for _ in 0..reps.timed.max(1) {
+    let minimum = reps.timed.max(1);
+    let mut samples = Vec::with_capacity(minimum);
+    let started = Instant::now();
+    loop {
+        // Past the minimum, go on only while the point is unsettled, under its sample
+        // cap and inside its time budget: the job deadline still bounds every sample.
+        if samples.len() >= minimum
+            && (samples.len() >= minimum * MAX_TIMED_FACTOR
+                || started.elapsed() >= POINT_BUDGET
+                || spread::samples_settled(&samples))
+        {
+            break;
+        }
         deadline.check()?;
         clock.start()?;
         work()?;
@@ -178,6 +217,10 @@ where
         min: f64::NAN,
         max: f64::NAN,
         samples: 0,
+        q1: f64::NAN,
+        q3: f64::NAN,
+        outliers: 0,
+        stable: false,
     }))
 }
 
@@ -192,8 +235,12 @@ mod tests {
         assert_eq!(summarize(&[4.0, 1.0, 3.0, 2.0]).unwrap().median, 2.5);
         assert!(summarize(&[]).is_none());
         assert!(summarize(&[1.0, f64::NAN]).is_none());
+        let q = summarize(&[1.0, 2.0, 3.0, 4.0, 100.0]).unwrap();
+        assert_eq!((q.q1, q.q3, q.outliers, q.stable), (2.0, 4.0, 1, false));
+        assert!(summarize(&[5.0, 5.1, 5.0, 4.9]).unwrap().stable);
         let rate = summarize(&[1.0, 2.0, 4.0]).unwrap().per_second(8.0);
         assert_eq!((rate.median, rate.min, rate.max), (4000.0, 2000.0, 8000.0));
+        assert_eq!((rate.q1, rate.q3), (8.0 / (3.0 / 1e3), 8.0 / (1.5 / 1e3)));
     }
 
     #[test]
@@ -213,11 +260,44 @@ mod tests {
             },
         )
         .unwrap();
-        assert_eq!((runs, summary.samples), (5, 3));
+        assert!(runs >= 5 && summary.samples >= 3, "{runs} {summary:?}");
+        assert!(summary.samples <= 3 * MAX_TIMED_FACTOR);
         assert!(
             summary.min >= 1.5 && summary.median <= summary.max,
             "{summary:?}"
         );
+    }
+
+    #[test]
+    fn an_unsettled_point_gets_more_samples_within_its_budget() {
+        // Alternating 1 ms and 3 ms never settles: the loop goes past the minimum and
+        // stops at the cap or the budget, never beyond.
+        let mut clock = Scripted(0);
+        let noisy = repeat::<_, PastDeadline>(
+            &mut clock,
+            Reps {
+                warmups: 0,
+                timed: 3,
+            },
+            &Deadline::after(Duration::from_secs(60)),
+            || Ok(()),
+        )
+        .unwrap();
+        assert_eq!(noisy.samples, 3 * MAX_TIMED_FACTOR, "{noisy:?}");
+        assert!(!noisy.stable);
+    }
+
+    /// A clock whose readings alternate 1 ms, 3 ms.
+    struct Scripted(usize);
+    impl Clock for Scripted {
+        type Error = Infallible;
+        fn start(&mut self) -> Result<(), Infallible> {
+            Ok(())
+        }
+        fn stop(&mut self) -> Result<f64, Infallible> {
+            self.0 += 1;
+            Ok(if self.0.is_multiple_of(2) { 3.0 } else { 1.0 })
+        }
     }
 
     #[test]

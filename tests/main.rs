@@ -23,4 +23,5 @@ mod lesson_experiments;
 mod nojs;
 mod openapi;
 mod quiz;
+mod reference_runs;
 mod support;

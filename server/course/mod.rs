@@ -15,6 +15,7 @@ pub mod numeric;
 pub mod outline;
 pub mod problem;
 pub mod quiz;
+pub mod reference_runs;
 pub mod search;
 pub mod source;
 pub mod sources;
@@ -74,6 +75,8 @@ pub struct Course {
     pub quizzes: Vec<Quiz>,
     /// Every section and question, indexed for search.
     pub search: std::sync::Arc<search::SearchIndex>,
+    /// Reference GPU results (`reference-runs/*.json`) shown beside CPU runs.
+    pub references: std::sync::Arc<Vec<reference_runs::ReferenceFile>>,
 }
 
 /// The id (and URL segment) of the course's final exam.
@@ -232,12 +235,14 @@ impl Course {
                 "`final_exam` is missing: name the folder holding the final exam's quiz.toml",
             )),
         }
+        let references = load_references(source, &mut problems);
         if problems.is_empty() {
             let mut course = Self {
                 title: index.title,
                 lessons,
                 quizzes,
                 search: std::sync::Arc::default(),
+                references: std::sync::Arc::new(references),
             };
             course.search = std::sync::Arc::new(search::SearchIndex::build(&course));
             course.link_questions_to_sections();
@@ -245,6 +250,23 @@ impl Course {
         } else {
             Err(Problems(problems))
         }
+    }
+
+    /// The reference files that name `experiment`, for its panel's overlay.
+    pub fn references_for(&self, experiment: &str) -> Vec<&reference_runs::ReferenceFile> {
+        self.references
+            .iter()
+            .filter(|r| {
+                r.figures
+                    .iter()
+                    .any(|f| f.experiments.iter().any(|e| e == experiment))
+                    || r.recorded.as_ref().is_some_and(|run| {
+                        run.experiments
+                            .iter()
+                            .any(|e| e.get("name").and_then(|n| n.as_str()) == Some(experiment))
+                    })
+            })
+            .collect()
     }
 
     /// Points every question at the lesson section that teaches it: within its own
@@ -358,6 +380,40 @@ fn check_link(
         )),
         _ => Ok(()),
     }
+}
+
+/// Reads and validates every `reference-runs/*.json`, adding a problem per fault.
+fn load_references(
+    source: &ContentSource,
+    problems: &mut Vec<Problem>,
+) -> Vec<reference_runs::ReferenceFile> {
+    let known: Vec<&str> = crate::experiments::REGISTRY
+        .iter()
+        .map(|e| e.name())
+        .collect();
+    let mut out = Vec::new();
+    for relative in source.list(reference_runs::DIR, ".json") {
+        let file = source.display_path(&relative);
+        let text = match source.read(&relative) {
+            Ok(Some(text)) => text,
+            Ok(None) => continue,
+            Err(e) => {
+                problems.push(Problem::new(&file, 1, e));
+                continue;
+            }
+        };
+        match serde_json::from_str::<reference_runs::ReferenceFile>(&text) {
+            Err(e) => problems.push(Problem::new(&file, e.line().max(1), e.to_string())),
+            Ok(reference) => {
+                let found = reference_runs::validate(&reference, &known);
+                if found.is_empty() {
+                    out.push(reference);
+                }
+                problems.extend(found.into_iter().map(|m| Problem::new(&file, 1, m)));
+            }
+        }
+    }
+    out
 }
 
 #[cfg(test)]

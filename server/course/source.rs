@@ -31,6 +31,34 @@ impl ContentSource {
         }
     }
 
+    /// The files directly in folder `dir` whose names end with `suffix`, as relative
+    /// paths in name order; empty when the folder does not exist.
+    pub fn list(&self, dir: &str, suffix: &str) -> Vec<String> {
+        let prefix = format!("{dir}/");
+        let mut names: Vec<String> = match self {
+            Self::Embedded => EmbeddedContent::iter()
+                .map(|p| p.into_owned())
+                .filter(|p| {
+                    p.strip_prefix(&prefix)
+                        .is_some_and(|rest| !rest.contains('/'))
+                })
+                .collect(),
+            Self::Dir(root) => std::fs::read_dir(root.join(dir))
+                .map(|entries| {
+                    entries
+                        .filter_map(Result::ok)
+                        .filter(|e| e.path().is_file())
+                        .filter_map(|e| e.file_name().into_string().ok())
+                        .map(|name| format!("{prefix}{name}"))
+                        .collect()
+                })
+                .unwrap_or_default(),
+        };
+        names.retain(|n| n.ends_with(suffix));
+        names.sort();
+        names
+    }
+
     /// Reads a UTF-8 file; `Ok(None)` when it does not exist.
     pub fn read(&self, relative: &str) -> Result<Option<String>, String> {
         match self {

@@ -335,11 +335,21 @@ impl Experiment for BreakIt {
                         run.log_every, run.step_ms.median, run.samples_per_sec, run.loss_reads
                     );
                 }
-                let _ = writeln!(
-                    out,
-                    "reading the loss every step makes the median step {:.2}× as long as reading it every {SPARSE_EVERY}",
-                    r.slowdown
-                );
+                let (a, b) = (r.runs[0].step_ms, r.runs[1].step_ms);
+                if crate::spread::measurably_different(a.median, a.q3 - a.q1, b.median, b.q3 - b.q1)
+                {
+                    let _ = writeln!(
+                        out,
+                        "reading the loss every step makes the median step {:.2}× as long as reading it every {SPARSE_EVERY}",
+                        r.slowdown
+                    );
+                } else {
+                    let _ = writeln!(
+                        out,
+                        "no measurable difference: the median steps ({:.3} and {:.3} ms) differ by less than the runs' spread",
+                        a.median, b.median
+                    );
+                }
             }
         }
         out

@@ -338,6 +338,10 @@ mod tests {
                 min: m,
                 max: m,
                 samples: 1,
+                q1: m,
+                q3: m,
+                outliers: 0,
+                stable: true,
             })
         };
         MatmulRow {

@@ -76,6 +76,7 @@ fn api() -> OpenApiRouter<AppState> {
                 .route_layer(middleware::from_fn(identity::identify)),
         )
         .routes(routes!(experiments::device))
+        .routes(routes!(experiments::reference_runs))
         .routes(routes!(experiments::doctor))
         .routes(routes!(playground::memory))
         .routes(routes!(openapi::openapi))

@@ -99,6 +99,17 @@ pub async fn device(State(state): State<AppState>) -> Json<DeviceInfo> {
     })
 }
 
+/// Reference GPU results (`content/reference-runs/`): published peaks with their
+/// sources, and recorded GPU Lab runs with their provenance. Panels on the CPU backend
+/// draw them as a labelled overlay.
+#[utoipa::path(get, path = "/api/reference-runs", tag = "device",
+    responses((status = 200, description = "OK", body = Vec<crate::course::reference_runs::ReferenceFile>)))]
+pub async fn reference_runs(
+    State(state): State<AppState>,
+) -> Json<Vec<crate::course::reference_runs::ReferenceFile>> {
+    Json(state.course.references.as_ref().clone())
+}
+
 /// The layered GPU check taken when the server started.
 #[utoipa::path(get, path = "/api/doctor", tag = "device",
     responses((status = 200, description = "OK", body = Report)))]

@@ -18,4 +18,14 @@ export default async function check({ figure, assert }) {
   await figure.getByLabel('achieved GFLOP/s').check();
   await figure.locator('.exp-chart[aria-label*="GFLOP/s"] canvas').first().waitFor({ timeout: 10_000 });
   assert.match(await figure.locator('.exp-stats').innerText(), /Crossover/);
+  // The spread is drawn (a shaded IQR band, named in the chart's label and legend) and
+  // tabled, and the summary's outlier sentences agree with the table's outlier counts.
+  assert.match(await figure.locator('.exp-chart').getAttribute('aria-label'), /interquartile range/);
+  assert.match(await figure.locator('.exp-legend').innerText(), /Shaded: middle half of the samples \(IQR\)/);
+  const spreads = await figure.locator('.exp-table tbody tr td:last-child').allInnerTexts();
+  assert.ok(spreads.every((c) => /^[\d.,]+ (ns|µs|ms|s)–[\d.,]+ (ns|µs|ms|s), \d+/.test(c)), `an IQR and a sample count per size: ${spreads}`);
+  const findings = (await figure.locator('.exp-finding').allInnerTexts()).join('\n');
+  const flagged = spreads.some((c) => /outlier/.test(c));
+  assert.equal(/Outliers \(/.test(findings), flagged, `outlier sentences match the table (${spreads}): ${findings}`);
+  if (/Every point settled/.test(findings)) assert.ok(!flagged && !/Noisy points/.test(findings), findings);
 }

@@ -13,5 +13,22 @@ export default async function check({ figure, assert }) {
   };
   assert.ok(ms(values[0]) > 0, `host timer without sync: ${values[0]}`);
   assert.ok(ms(values[0]) < ms(values[1]), `no-sync ${values[0]} is below sync ${values[1]}`);
+  // The factor and the caption agree with the two timers shown (rounded to 2-3 digits).
+  const ratio = ms(values[1]) / ms(values[0]);
+  const caption = await figure.locator('.exp-finding').first().innerText();
+  if (values[3] === 'no measurable difference') {
+    assert.ok(ratio < 1.1, `"no measurable difference" beside timers ${values[0]} and ${values[1]}`);
+    assert.match(caption, /No measurable difference/);
+  } else {
+    const shown = Number.parseFloat(values[3].replace(/,/g, ''));
+    assert.ok(Math.abs(shown - ratio) <= 0.1 * ratio + 0.1, `factor ${values[3]} vs timers ${values[0]}, ${values[1]}`);
+    assert.match(caption, new RegExp(`${values[3].replace('.', '\\.')} less than`), caption);
+  }
   assert.ok(await figure.locator('.exp-table tbody tr').count() >= 1, 'spans in the table');
+  // No published figure measures this, and no GPU run is recorded: the aside says so.
+  const aside = figure.locator('aside.exp-reference[data-reference-for="timing"]');
+  if (await aside.count()) {
+    await aside.locator('p').nth(1).waitFor({ timeout: 10_000 });
+    assert.match(await aside.innerText(), /nothing honest to show/);
+  }
 }

@@ -1,6 +1,8 @@
 // e2e check for the "training-run" live experiment (web/static/js/experiments/training-run.js):
 // train a tiny model for a few steps, expect the loss curve (canvas), a positive step
 // time and throughput, and a second run to appear beside the first for comparison.
+import { parseMs, assertConsistent } from '../lib/verdicts.mjs';
+
 export default async function check({ figure, assert }) {
   await figure.locator('input[name="steps"]').waitFor({ timeout: 60_000 });
   await figure.locator('input[name="batch"]').fill('16');
@@ -20,4 +22,10 @@ export default async function check({ figure, assert }) {
   await figure.getByRole('button', { name: 'Train' }).click();
   await figure.locator('.exp-table tbody tr', { hasText: 'Run 2 (latest)' }).waitFor({ timeout: 60_000 });
   assert.match(await figure.locator('.exp-table tbody tr', { hasText: 'Run 2' }).innerText(), /BF16/);
+  // The BF16 run's logging verdict agrees with the numbers it quotes.
+  const caption = await figure.locator('.exp-finding', { hasText: 'every step' }).first().innerText();
+  const m = /reading every step took ([^,]+?) per step and every \d+ steps (.+?), while single steps of this run ranged (.+?)–(.+?)\. /.exec(caption);
+  assert.ok(m, `the logging verdict quotes its numbers: ${caption}`);
+  const cpu = (await figure.locator('details.exp-provenance').last().textContent()).includes('(CPU backend)');
+  assertConsistent(assert, caption, parseMs(m[1]), parseMs(m[2]), parseMs(m[4]) - parseMs(m[3]), cpu);
 }

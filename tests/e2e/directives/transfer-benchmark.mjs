@@ -13,6 +13,8 @@ export default async function check({ figure, assert }) {
   await figure.locator('.exp-chart canvas').first().waitFor({ timeout: 60_000 });
   const chart = figure.locator('.exp-chart[role="img"]');
   assert.match(await chart.getAttribute('aria-label'), /bandwidth in GB\/s/);
+  assert.match(await chart.getAttribute('aria-label'), /shaded band .* middle half of its samples/);
+  assert.match(await figure.locator('.exp-legend').innerText(), /Shaded: middle half of the samples \(IQR\)/);
   const cells = await figure.locator('.exp-table tbody td').allInnerTexts();
   assert.ok(cells.length > 0, 'the table has rows');
   const medians = cells.map((c) => Number.parseFloat(c.replace(/,/g, '')));
@@ -28,4 +30,14 @@ export default async function check({ figure, assert }) {
     assert.ok(allowed.some((re) => re.test(first)), `the caption matches the table's medians ${rows.join(', ')}: ${first}`);
   }
   assert.ok(await figure.locator('details.exp-provenance').count() === 1, 'the provenance stamp is shown');
+  if (/No GPU/.test(first)) {
+    // Beside a CPU run: what a GPU shows, labelled as published peaks with their sources.
+    const aside = figure.locator('aside.exp-reference[data-reference-for="transfer"]');
+    await aside.locator('li').first().waitFor({ timeout: 10_000 });
+    const text = await aside.innerText();
+    assert.match(text, /What a GPU shows \(reference, not this server\)/);
+    assert.match(text, /host↔GPU link \(PCIe\): \d+ GB\/s Published peak, not measured/);
+    const links = await aside.locator('a').evaluateAll((as) => as.map((a) => a.href));
+    assert.ok(links.length > 0 && links.every((h) => h.startsWith('https://')), `sources linked: ${links}`);
+  }
 }

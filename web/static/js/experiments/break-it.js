@@ -11,7 +11,8 @@ import {
   experimentSpec,
 } from './panel.js';
 import { categoryBars } from './panel-bars.js';
-import { formatBytes, formatInt, formatMs, formatSig, formatSpread, formatTimes } from '../logic/panel-format.js';
+import { formatBytes, formatInt, formatMs, formatSig, formatSpread } from '../logic/panel-format.js';
+import { breakItLoggingVerdict } from '../logic/measured-verdicts.js';
 
 const CASES = {
   'batch-on-host': {
@@ -53,24 +54,16 @@ function renderPlacement(results, result) {
 function renderLogging(results, result) {
   const runs = result.runs || [];
   const every = runs.find((r) => r.log_every === 1) || runs[0];
-  const sparse = runs.find((r) => r !== every) || runs[0];
   const label = (r) => (r.log_every === 1 ? 'every step' : `every ${r.log_every}`);
-  const medianRatio = every && sparse ? every.step_ms.median / sparse.step_ms.median : NaN;
-  const slower = result.slowdown > 1;
   const summary = `Bar chart of training throughput: ${runs.map((r) => `reading the loss ${label(r)}, ${formatSig(r.samples_per_sec)} samples per second`).join('; ')}.`;
-  const cpu = result.provenance && result.provenance.backend === 'cpu';
+  // The verdict is computed from the two runs' medians and spreads shown in the table.
+  const verdict = breakItLoggingVerdict(result);
   showResults(results,
     statList([
-      { label: 'Slowdown from reading every step', value: formatTimes(result.slowdown), hint: 'samples/s every 50 ÷ every step' },
-      { label: 'Median step time ratio', value: formatTimes(medianRatio), hint: 'every step ÷ every 50' },
+      { label: 'Reading every step vs every 50', value: verdict ? verdict.headline : '—', hint: 'median step time, compared with the runs\' spread' },
     ]),
     categoryBars(runs.map((r) => ({ label: label(r), value: r.samples_per_sec, text: `${formatSig(r.samples_per_sec)} samples/s`, tone: r === every ? 'warn' : 'accent' })), { summary, max: Math.max(...runs.map((r) => r.samples_per_sec)) * 1.05 }),
-    cpu
-      ? finding(`Measured here: ${formatTimes(result.slowdown)} (samples/s every 50 ÷ every step). No GPU: on the CPU the loss is already a host number, so a read waits for nothing and any gap is noise from a busy machine. On a GPU each read is a sync point that stalls the queue.`, 'warn')
-      : finding(slower
-        ? `Reading the loss every step made training ${formatTimes(result.slowdown)} slower in samples per second: each read waits for the device to finish everything queued, so the CPU cannot run ahead.`
-        : `This time reading every step was not slower (${formatTimes(result.slowdown)}). Look at the max step times in the table: one slow step on a busy machine can outweigh the effect, so run it again.`,
-      slower ? 'warn' : 'plain'),
+    verdict ? finding(verdict.text, verdict.tone) : null,
     dataTable({
       caption: 'The two runs (same model, batch and steps)',
       columns: [{ label: 'Loss read' }, { label: 'Reads', numeric: true }, { label: 'Step time, median (min–max)', numeric: true }, { label: 'Samples/s', numeric: true }],
@@ -86,6 +79,7 @@ export async function mount(figure, params) {
   const spec = experimentSpec(info, 'break-it');
   const kase = CASES[params.case] ? params.case : spec.defaults.case;
   standardPanel(figure, device, {
+    experiment: 'break-it',
     intro: CASES[kase].intro,
     fields: [],
     runLabel: CASES[kase].runLabel,

@@ -9,8 +9,9 @@ import {
   el, showResults, uniqueId, loadDevice, standardPanel, runJob, dataTable, statList, finding, provenanceDetails, legend,
   experimentSpec, boundsOf, startValue,
 } from './panel.js';
-import { mountChart, axis, xAxis, lineSeries, log2Values } from './panel-chart.js';
+import { mountChart, axis, xAxis, lineSeries, log2Values, bandFill, bandEdge } from './panel-chart.js';
 import { matmulSeries, crossoverSize } from '../logic/panel-series.js';
+import { bandColumns, spreadFindings } from '../logic/sweep-spread.js';
 import { formatFlops, formatMs, formatSig, formatTimes, formatError, powerOfTwoSteps, largestStepAtMost } from '../logic/panel-format.js';
 
 const CPU_DEFAULT_SIZE = 512;
@@ -102,13 +103,23 @@ function decades(_u, _axis, min, max) {
   return out;
 }
 
+/** The band's [low, high] edges for `key` in the chart's unit (GFLOP/s flips them). */
+function bandData(rows, key, mode) {
+  const { low, high } = bandColumns(rows, key);
+  if (mode !== 'gflops') return [low, high];
+  const rate = (row, ms) => (ms > 0 ? (row.flop ?? 2 * row.size ** 3) / (ms * 1e6) : null);
+  return [high.map((ms, i) => rate(rows[i], ms)), low.map((ms, i) => rate(rows[i], ms))];
+}
+
 function renderChart(host, result, data, cross, mode, state) {
   if (state.chart) state.chart.destroy();
   const { sizes, series } = data;
   const field = mode === 'gflops' ? 'gflops' : 'ms';
   const what = mode === 'gflops' ? 'achieved GFLOP/s' : 'milliseconds per product';
-  const summary = `Line chart, log scales: ${what} against matrix side from ${sizes[0]} to ${sizes[sizes.length - 1]} for ${series.map((s) => s.label).join('; ')}. ${cross.resident ? `The GPU is faster from ${side(cross.resident)}.` : 'No crossover is marked.'} The table below lists every value.`;
+  const summary = `Line chart, log scales: ${what} against matrix side from ${sizes[0]} to ${sizes[sizes.length - 1]} for ${series.map((s) => s.label).join('; ')}; a shaded band around each line spans the middle half of its samples (interquartile range). ${cross.resident ? `The GPU is faster from ${side(cross.resident)}.` : 'No crossover is marked.'} The table below lists every value.`;
   const format = mode === 'gflops' ? (v) => formatSig(v) : (v) => formatMs(v);
+  // Two invisible edges per series (quartiles) with a shaded band between them.
+  const bandSeries = series.flatMap((s) => [bandEdge(`${s.short} q1`), bandEdge(`${s.short} q3`)]);
   state.chart = mountChart(host, {
     summary,
     build: (colors) => ({
@@ -118,10 +129,15 @@ function renderChart(host, result, data, cross, mode, state) {
           xAxis(colors, { label: 'Matrix side n (log scale)', values: log2Values((n) => String(n)), incrs: [1, 2] }),
           axis(colors, { label: mode === 'gflops' ? 'GFLOP/s (log scale)' : 'Time per product (log scale)', size: 64, splits: decades, values: (_u, splits) => splits.map((v) => (v === null || v === undefined ? '' : format(v))) }),
         ],
-        series: [{}, ...series.map((s) => lineSeries(colors, s))],
+        series: [{}, ...series.map((s) => lineSeries(colors, s)), ...bandSeries],
+        bands: series.map((s, i) => ({ series: [1 + series.length + 2 * i + 1, 1 + series.length + 2 * i], fill: bandFill(colors[s.tone]) })),
         hooks: { draw: [drawCrossovers(cross, colors)] },
       },
-      data: [sizes.map((n) => Math.log2(n)), ...series.map((s) => s[field].map((v) => (v > 0 ? v : null)))],
+      data: [
+        sizes.map((n) => Math.log2(n)),
+        ...series.map((s) => s[field].map((v) => (v > 0 ? v : null))),
+        ...series.flatMap((s) => bandData(result.rows, s.key, mode)),
+      ],
     }),
   });
 }
@@ -149,15 +165,23 @@ function render(results, result, state) {
   if (Number.isFinite(result.max_abs_diff_vs_cpu)) {
     stats.push({ label: 'GPU vs CPU at 256 × 256', value: formatError(result.max_abs_diff_vs_cpu), hint: 'largest element difference' });
   }
-  const columns = [{ label: 'Size' }, ...series.map((s) => ({ label: `${s.short} time`, numeric: true })), ...series.map((s) => ({ label: `${s.short} rate`, numeric: true }))];
-  const rows = sizes.map((n, i) => [side(n), ...series.map((s) => (s.ms[i] === null ? 'skipped (too slow)' : formatMs(s.ms[i]))), ...series.map((s) => (s.gflops[i] === null ? '—' : formatFlops(s.gflops[i] * 1e9)))]);
+  const columns = [{ label: 'Size' }, ...series.map((s) => ({ label: `${s.short} time`, numeric: true })), ...series.map((s) => ({ label: `${s.short} rate`, numeric: true })), ...series.map((s) => ({ label: `${s.short} middle half (IQR), samples`, numeric: true }))];
+  const spreadCell = (row, key) => {
+    const m = row[key];
+    if (!m) return '—';
+    const band = Number.isFinite(m.q1) ? `${formatMs(m.q1)}–${formatMs(m.q3)}` : `${formatMs(m.min)}–${formatMs(m.max)} (min–max)`;
+    return `${band}, ${m.samples}${m.outliers ? `, ${m.outliers} outlier${m.outliers === 1 ? '' : 's'}` : ''}`;
+  };
+  const rows = sizes.map((n, i) => [side(n), ...series.map((s) => (s.ms[i] === null ? 'skipped (too slow)' : formatMs(s.ms[i]))), ...series.map((s) => (s.gflops[i] === null ? '—' : formatFlops(s.gflops[i] * 1e9))), ...series.map((s) => spreadCell(result.rows[i], s.key))]);
+  const spread = spreadFindings(result.rows, series, side);
   showResults(results, 
     statList(stats),
     toggle,
     chartHost,
-    legend(series.map((s) => ({ label: s.label, tone: s.tone, dash: s.dash }))),
+    legend([...series.map((s) => ({ label: s.label, tone: s.tone, dash: s.dash })), { label: 'Shaded: middle half of the samples (IQR)', tone: 'muted', fill: true }]),
     ...findings(result, data, cross),
-    dataTable({ caption: 'Median of 5 repetitions per size (FP32, 2n³ FLOP per product)', columns, rows }),
+    ...spread.map((f) => finding(f.text, f.tone)),
+    dataTable({ caption: 'Median per size (FP32, 2n³ FLOP per product); each size repeated at least 5 times, more until its spread settled or its time budget ran out', columns, rows }),
     provenanceDetails(result.provenance),
   );
   renderChart(chartHost, result, data, cross, state.mode, state);
@@ -173,6 +197,7 @@ export async function mount(figure, params) {
   if (device.kind === 'cpu') target = Math.min(target, CPU_DEFAULT_SIZE);
   const state = { chart: null, mode: 'time' };
   standardPanel(figure, device, {
+    experiment: 'matmul',
     intro: 'Square FP32 matrix products from 16 × 16 upward, timed on the CPU and, when there is one, on the GPU.',
     fields: [{
       name: 'max_size',

@@ -65,6 +65,18 @@ export function lineSeries(colors, { label, tone, dash = false, width = 2, point
   };
 }
 
+/** A colour at a fifth of its opacity, for spread bands (hex or rgb() input). */
+export function bandFill(color) {
+  if (/^#[0-9a-f]{6}$/i.test(color)) return `${color}33`;
+  const rgb = /^rgb\((.+)\)$/.exec(color);
+  return rgb ? `rgba(${rgb[1]}, 0.2)` : color;
+}
+
+/** An invisible series: one edge of a band drawn with uPlot's `bands`. */
+export function bandEdge(label) {
+  return { label, stroke: 'transparent', width: 0, points: { show: false } };
+}
+
 /** A flat reference line (a theoretical peak, chance loss): no markers, thin, dotted. */
 export function referenceSeries(colors, label, tone = 'muted') {
   return { label, stroke: colors[tone], width: 1.5, dash: [2, 4], points: { show: false } };

@@ -7,6 +7,7 @@
 // (tables, provenance, legend) live in panel-view.js and are re-exported here.
 
 import { el, richText, uniqueId, cpuBanner } from './panel-view.js';
+import { referenceAside } from './panel-reference.js';
 import { clampInt } from '../logic/numbers.js';
 import {
   apiErrorMessage, jobStatusText, pollDelayMs, retryAfterSeconds, tooManyMessage,
@@ -221,7 +222,7 @@ export async function runJob({ url, body, status, device, results }) {
 }
 
 /** The usual panel: shell, controls, status and results, in that order. */
-export function standardPanel(figure, device, { intro, fields, runLabel, resultsSize, onRun }) {
+export function standardPanel(figure, device, { intro, fields, runLabel, resultsSize, onRun, experiment }) {
   const root = panelShell(figure, device, intro);
   const status = statusArea();
   const results = resultsArea(resultsSize);
@@ -238,5 +239,7 @@ export function standardPanel(figure, device, { intro, fields, runLabel, results
     },
   });
   root.append(controls.form, status.element, results);
+  // On the CPU backend, what a GPU shows sits beside the run (labelled, with sources).
+  if (experiment && device && device.kind === 'cpu') root.append(referenceAside(experiment));
   return { root, status, results, controls };
 }

@@ -84,6 +84,7 @@ export async function mount(figure, params) {
   let target = startValue(spec, params, 'size');
   if (device.kind === 'cpu') target = Math.min(target, CPU_DEFAULT_SIZE);
   standardPanel(figure, device, {
+    experiment: 'precision',
     intro: 'The same matrix product in four formats, each compared with an FP64 reference.',
     fields: [{
       name: 'size',

@@ -111,6 +111,7 @@ export async function mount(figure, params) {
   const [chunks, mib, streams] = ['chunks', 'chunk_mib', 'streams'].map((f) => boundsOf(spec, f));
   const cpu = device.kind === 'cpu';
   standardPanel(figure, device, {
+    experiment: 'streams',
     intro: cpu
       ? 'The data is split into chunks; each is copied in, processed and copied out by worker threads standing in for streams.'
       : 'The data is split into chunks; each is copied to the GPU, processed by a kernel and copied back, over one stream and over several.',

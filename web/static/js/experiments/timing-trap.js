@@ -11,7 +11,8 @@ import {
 } from './panel.js';
 import { mountChart, axis, xAxis } from './panel-chart.js';
 import { timelineEnd, hiddenWork } from '../logic/panel-series.js';
-import { formatMs, formatSig, formatTimes } from '../logic/panel-format.js';
+import { formatMs, formatSig } from '../logic/panel-format.js';
+import { timingTrapVerdict } from '../logic/measured-verdicts.js';
 
 // Lanes in y units; the band above 2 holds the labels of the timer marks.
 const LANES = { cpu: [1.15, 1.85], device: [0.15, 0.85] };
@@ -66,6 +67,8 @@ function render(results, result, device, state) {
   const end = Math.max(timelineEnd(result), result.host_sync_ms || 0);
   const hidden = hiddenWork(result);
   const launches = (result.cpu_lane || []).length;
+  // Computed from the two host timers shown in the stats, on this backend.
+  const verdict = timingTrapVerdict(result, hidden.afterMs, deviceWord);
   if (state.chart) state.chart.destroy();
   const chartHost = el('div', {});
   const summary = `Timeline with two lanes over ${formatMs(end)}: the CPU issued ${launches} launches, all finished by ${formatMs(hidden.cpuEnd)}; the ${deviceWord} ran ${(result.device_lane || []).length} pieces of work until ${formatMs(hidden.deviceEnd)}. The timer without synchronising stopped at ${formatMs(result.host_no_sync_ms)}, the one with synchronising at ${formatMs(result.host_sync_ms)}. The table below lists every span.`;
@@ -73,7 +76,7 @@ function render(results, result, device, state) {
     { label: 'Host timer, no synchronise', value: formatMs(result.host_no_sync_ms), hint: 'stops when the launches return' },
     { label: 'Host timer, synchronised', value: formatMs(result.host_sync_ms), hint: 'waits for the work to finish' },
     { label: cpuBackend ? "Stream thread's clock" : 'CUDA events', value: formatMs(result.device_ms), hint: 'first work start to last work end' },
-    { label: 'Under-reported by', value: formatTimes(result.underestimate_factor), hint: 'synchronised ÷ unsynchronised' },
+    { label: 'Under-reported by', value: verdict ? verdict.headline : '—', hint: 'synchronised ÷ unsynchronised' },
   ];
   const spans = (result.cpu_lane || []).map((launch, i) => {
     const work = (result.device_lane || [])[i];
@@ -81,7 +84,7 @@ function render(results, result, device, state) {
   });
   showResults(results, 
     statList(stats),
-    finding(`The timer without synchronising read ${formatMs(result.host_no_sync_ms)}, ${formatTimes(result.underestimate_factor)} less than the ${formatMs(result.host_sync_ms)} the work really took: it timed the launches, not the work. The ${deviceWord} kept working for ${formatMs(hidden.afterMs)} after the CPU lane went quiet.`, 'warn'),
+    verdict ? finding(verdict.text, verdict.tone) : null,
     cpuBackend ? finding('No GPU here: a worker thread plays the GPU stream. The host hands it work and returns at once, the same asynchrony that makes the trap on a GPU.') : null,
     chartHost,
     legend([
@@ -119,6 +122,7 @@ export async function mount(figure) {
   const device = info && info.device;
   const state = { chart: null };
   standardPanel(figure, device, {
+    experiment: 'timing',
     intro: 'Eight pieces of work of about 5 ms each are queued back to back, then timed three ways.',
     fields: [],
     runLabel: 'Run the timing test',

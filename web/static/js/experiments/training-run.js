@@ -9,9 +9,10 @@ import {
   experimentSpec, boundsOf, startValue,
 } from './panel.js';
 import { mountChart, axis, xAxis, lineSeries, referenceSeries } from './panel-chart.js';
-import { CHANCE_LOSS, loggingCost } from '../logic/panel-series.js';
+import { CHANCE_LOSS } from '../logic/panel-series.js';
+import { trainingLoggingVerdict } from '../logic/measured-verdicts.js';
 import { clampInt } from '../logic/numbers.js';
-import { formatInt, formatMs, formatPercent, formatSig, formatSpread, formatTimes } from '../logic/panel-format.js';
+import { formatInt, formatMs, formatPercent, formatSig, formatSpread } from '../logic/panel-format.js';
 
 const KEEP_RUNS = 4;
 const RUN_STYLES = [
@@ -32,17 +33,9 @@ function findings(result) {
     const last = curve[curve.length - 1].loss;
     out.push(finding(`The loss went from ${formatSig(first)} at step ${curve[0].step} to ${formatSig(last)} at step ${curve[curve.length - 1].step}; guessing evenly between the three actions scores ln 3 ≈ 1.10.`, last < CHANCE_LOSS ? 'good' : 'warn'));
   }
-  const cost = loggingCost(result);
-  if (cost) {
-    const cpu = result.provenance && result.provenance.backend === 'cpu';
-    const verdict = cost.extraMs > 0
-      ? `reading it every step cost ${formatMs(cost.extraMs)} more per step (${formatTimes(cost.ratio)} the time)`
-      : 'the two came out the same within measurement noise';
-    const why = cpu
-      ? ' On the CPU backend the loss is already a host number, so a read waits for nothing and any gap here is noise; on a GPU each read is a sync point that stops the CPU from queuing the next step.'
-      : ' Each read is a sync point: the CPU waits for the GPU and cannot queue the next step ahead.';
-    out.push(finding(`Reading the loss every step: ${formatMs(result.read_every_step_ms)} per step; every ${result.params.log_every} steps: ${formatMs(result.read_every_n_ms)} per step. Here ${verdict}.${why}`));
-  }
+  // Computed from the probe's two numbers and this run's step spread, on its backend.
+  const verdict = trainingLoggingVerdict(result);
+  if (verdict) out.push(finding(verdict.text, verdict.tone));
   return out;
 }
 
@@ -61,7 +54,7 @@ function render(results, runs, device, state) {
   const yMax = Math.max(CHANCE_LOSS * 1.1, ...runs.flatMap((r) => r.loss_curve.map((p) => p.loss)));
   const summary = `Line chart of training loss against step for ${runs.length === 1 ? 'one run' : `${runs.length} runs`}; the latest falls from ${formatSig(latest.loss_curve[0] ? latest.loss_curve[0].loss : NaN)} to ${stats[0].value}, with the chance level ln 3 as a dotted line. The table below lists each run.`;
   const runRows = runs.map((run, i) => {
-    const cost = loggingCost(run);
+    const verdict = trainingLoggingVerdict(run);
     return [
       runName(run, i === runs.length - 1),
       describe(run.params),
@@ -69,7 +62,7 @@ function render(results, runs, device, state) {
       formatPercent(run.accuracy),
       formatSpread(run.step_ms, formatMs),
       formatSig(run.samples_per_sec),
-      `${formatMs(run.read_every_step_ms)} vs ${formatMs(run.read_every_n_ms)}${cost ? ` (${formatTimes(cost.ratio)})` : ''}`,
+      `${formatMs(run.read_every_step_ms)} vs ${formatMs(run.read_every_n_ms)}${verdict ? ` (${verdict.headline})` : ''}`,
     ];
   });
   const curveTable = dataTable({
@@ -128,6 +121,7 @@ export async function mount(figure, params) {
   const runs = [];
   let counter = 0;
   const panel = standardPanel(figure, device, {
+    experiment: 'training',
     intro: 'A small classifier (Linear → ReLU → Linear) learns to route synthetic access tickets to one of three actions.',
     fields: [
       { name: 'batch', label: 'Batch size', type: 'number', ...batch, value: startValue(spec, params, 'batch'), hint: `tickets per step, ${formatInt(batch.min)} to ${formatInt(batch.max)}` },

@@ -8,8 +8,9 @@ import {
   el, showResults, loadDevice, standardPanel, runJob, dataTable, statList, finding, provenanceDetails, legend,
   experimentSpec, boundsOf, startValue,
 } from './panel.js';
-import { mountChart, axis, xAxis, lineSeries, referenceSeries, log2Values } from './panel-chart.js';
+import { mountChart, axis, xAxis, lineSeries, referenceSeries, log2Values, bandFill, bandEdge } from './panel-chart.js';
 import { transferSeries, bestTransfer } from '../logic/panel-series.js';
+import { spreadFindings } from '../logic/sweep-spread.js';
 import { formatBytes, formatGbps, formatSig, formatSpread, powerOfTwoSteps, largestStepAtMost } from '../logic/panel-format.js';
 import { transferFindings } from '../logic/transfer-findings.js';
 
@@ -25,9 +26,14 @@ function render(results, result, device, state) {
   const { sizes, series } = data;
   const best = bestTransfer(data);
   if (state.chart) state.chart.destroy();
-  const summary = `Line chart of bandwidth in GB/s against transfer size from ${formatBytes(sizes[0])} to ${formatBytes(sizes[sizes.length - 1])} on a log scale, ${series.length} series${best ? `; the fastest is ${best.label} at ${formatGbps(best.gbps)}` : ''}${peak ? `; the link's theoretical peak is ${formatGbps(peak)}` : ''}. The table below lists every value.`;
+  const summary = `Line chart of bandwidth in GB/s against transfer size from ${formatBytes(sizes[0])} to ${formatBytes(sizes[sizes.length - 1])} on a log scale, ${series.length} series${best ? `; the fastest is ${best.label} at ${formatGbps(best.gbps)}` : ''}${peak ? `; the link's theoretical peak is ${formatGbps(peak)}` : ''}. A shaded band around each line spans the middle half of its samples. The table below lists every value.`;
   const chartHost = el('div', {});
   const legendItems = series.map((s) => ({ label: s.label, tone: s.tone, dash: s.dash }));
+  legendItems.push({ label: 'Shaded: middle half of the samples (IQR)', tone: 'muted', fill: true });
+  // The spread per size, as Summary rows for the shared outlier/settling sentences.
+  const spreadRows = sizes.map((size, i) => Object.fromEntries([['size', size], ...series.map((s) => [s.key, s.summaries[i]])]));
+  const spread = spreadFindings(spreadRows, series, (b) => formatBytes(b));
+  const hasBand = series.some((s) => s.q1.some((v) => v !== null && v !== undefined));
   if (peak) legendItems.push({ label: `Link theoretical peak (${formatGbps(peak)})`, tone: 'muted', dash: true });
   const columns = [{ label: 'Size' }, ...series.map((s) => ({ label: s.short, numeric: true }))];
   const rows = sizes.map((size, i) => [formatBytes(size), ...series.map((s) => formatSpread({ median: s.median[i], min: s.min[i], max: s.max[i] }))]);
@@ -40,7 +46,8 @@ function render(results, result, device, state) {
     chartHost,
     legend(legendItems),
     ...findings(data, peak, device),
-    dataTable({ caption: 'Bandwidth in GB/s per size: median (min–max) of 7 samples; GB = 1e9 bytes; H = host, D = device', columns, rows }),
+    ...spread.map((f) => finding(f.text, f.tone)),
+    dataTable({ caption: 'Bandwidth in GB/s per size: median (min–max) of at least 7 samples, more until the spread settled or the time budget ran out; GB = 1e9 bytes; H = host, D = device', columns, rows }),
     provenanceDetails(result.provenance),
   );
   const xs = sizes.map((s) => Math.log2(s));
@@ -58,9 +65,14 @@ function render(results, result, device, state) {
           {},
           ...series.map((s) => lineSeries(colors, s)),
           ...(peak ? [referenceSeries(colors, 'Link theoretical peak')] : []),
+          ...(hasBand ? series.flatMap((s) => [bandEdge(`${s.short} q1`), bandEdge(`${s.short} q3`)]) : []),
         ],
+        bands: hasBand ? series.map((s, i) => {
+          const first = 1 + series.length + (peak ? 1 : 0) + 2 * i;
+          return { series: [first + 1, first], fill: bandFill(colors[s.tone]) };
+        }) : [],
       },
-      data: [xs, ...series.map((s) => s.median), ...(peak ? [xs.map(() => peak)] : [])],
+      data: [xs, ...series.map((s) => s.median), ...(peak ? [xs.map(() => peak)] : []), ...(hasBand ? series.flatMap((s) => [s.q1, s.q3]) : [])],
     }),
   });
 }
@@ -75,6 +87,7 @@ export async function mount(figure, params) {
   if (device.kind === 'cpu') target = Math.min(target, CPU_DEFAULT_BYTES);
   const state = { chart: null };
   standardPanel(figure, device, {
+    experiment: 'transfer',
     intro: 'Copies of growing size, timed repeatedly; the chart shows the median bandwidth of each.',
     fields: [{
       name: 'max_bytes',

@@ -26,7 +26,7 @@ export function transferSeries(points) {
     if (mine.length === 0) continue;
     const bySize = new Map(mine.map((p) => [p.bytes, p.gbps]));
     const pick = (field) => sizes.map((s) => (bySize.has(s) ? bySize.get(s)[field] : null));
-    series.push({ ...kind, median: pick('median'), min: pick('min'), max: pick('max') });
+    series.push({ ...kind, median: pick('median'), min: pick('min'), max: pick('max'), q1: pick('q1'), q3: pick('q3'), summaries: sizes.map((s) => (bySize.has(s) ? bySize.get(s) : null)) });
   }
   return { sizes, series };
 }

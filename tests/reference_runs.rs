@@ -1,0 +1,200 @@
+//! Reference GPU results: `gpulab reference import` on a good bench document, a
+//! malformed one and one recorded on the CPU; `gpulab check` refusing a broken
+//! reference file; and `/api/reference-runs` serving the shipped published peaks.
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+use crate::support::{repo_path, spawn};
+
+fn gpulab(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_gpulab"))
+        .args(args)
+        .env_remove("GPULAB_CONTENT")
+        .output()
+        .unwrap()
+}
+
+/// A copy of the course content in a temporary folder, so a test may add files.
+fn content_copy() -> tempfile::TempDir {
+    fn copy(from: &Path, to: &Path) {
+        std::fs::create_dir_all(to).unwrap();
+        for entry in std::fs::read_dir(from).unwrap() {
+            let entry = entry.unwrap();
+            let target = to.join(entry.file_name());
+            if entry.path().is_dir() {
+                copy(&entry.path(), &target);
+            } else {
+                std::fs::copy(entry.path(), target).unwrap();
+            }
+        }
+    }
+    let dir = tempfile::tempdir().unwrap();
+    copy(&repo_path("content"), dir.path());
+    dir
+}
+
+fn bench_document(kind: &str) -> String {
+    serde_json::json!({
+        "gpulab_version": "0.1.0",
+        "generated_at_unix": 1_763_900_000u64,
+        "device": {"kind": kind, "name": "Fixture GPU", "driver_version": "1.0"},
+        "experiments": [
+            {"name": "matmul", "params": {"max_size": 64}, "result": {"crossover_size": 64, "rows": []}},
+            {"name": "timing", "params": {}, "error": "a fixture, not a run"},
+        ],
+    })
+    .to_string()
+}
+
+#[test]
+fn import_writes_a_recorded_run_that_check_accepts_and_never_overwrites_it() {
+    let content = content_copy();
+    let bench = content.path().join("bench.json");
+    std::fs::write(&bench, bench_document("cuda")).unwrap();
+    let dir = content.path().to_str().unwrap();
+    let out = gpulab(&[
+        "reference",
+        "import",
+        bench.to_str().unwrap(),
+        "--content",
+        dir,
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let written = content
+        .path()
+        .join("reference-runs/recorded-fixture-gpu-1763900000.json");
+    let file: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&written).unwrap()).unwrap();
+    assert_eq!(file["kind"], "recorded");
+    assert_eq!(file["recorded"]["device"], "Fixture GPU");
+    assert_eq!(file["recorded"]["driver_version"], "1.0");
+    assert_eq!(file["recorded"]["gpulab_version"], "0.1.0");
+    let check = gpulab(&["check", "--content", dir]);
+    assert!(
+        check.status.success(),
+        "{}",
+        String::from_utf8_lossy(&check.stderr)
+    );
+    let again = gpulab(&[
+        "reference",
+        "import",
+        bench.to_str().unwrap(),
+        "--content",
+        dir,
+    ]);
+    assert!(
+        !again.status.success(),
+        "a second import must not overwrite the first"
+    );
+    assert!(String::from_utf8_lossy(&again.stderr).contains("cannot create"));
+}
+
+#[test]
+fn malformed_and_cpu_documents_are_refused_with_a_reason() {
+    let content = content_copy();
+    let dir = content.path().to_str().unwrap();
+    for (text, reason) in [
+        ("{\"gpulab_version\": ", "not a JSON document"),
+        (
+            "{\"gpulab_version\": \"0.1.0\"}",
+            "`generated_at_unix` must be a whole number",
+        ),
+        (&bench_document("cpu") as &str, "made on the CPU backend"),
+    ] {
+        let file = content.path().join("bad.json");
+        std::fs::write(&file, text).unwrap();
+        let out = gpulab(&[
+            "reference",
+            "import",
+            file.to_str().unwrap(),
+            "--content",
+            dir,
+        ]);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            !out.status.success() && stderr.contains(reason),
+            "{reason}: {stderr}"
+        );
+    }
+    assert!(
+        !content
+            .path()
+            .join("reference-runs")
+            .read_dir()
+            .unwrap()
+            .any(|e| {
+                e.unwrap()
+                    .file_name()
+                    .to_string_lossy()
+                    .starts_with("recorded-")
+            })
+    );
+}
+
+#[test]
+fn check_names_a_broken_reference_file() {
+    let content = content_copy();
+    let broken = serde_json::json!({
+        "kind": "published", "title": "Peaks", "note": "peaks",
+        "figures": [{"device": "X", "metric": "pcie_gbps", "value": 64, "unit": "TFLOP/s",
+                     "experiments": ["nope"], "source": {"title": "", "url": "http://x"}}],
+    });
+    std::fs::write(
+        content.path().join("reference-runs/broken.json"),
+        broken.to_string(),
+    )
+    .unwrap();
+    std::fs::write(
+        content.path().join("reference-runs/syntax.json"),
+        "{\"kind\": ",
+    )
+    .unwrap();
+    let out = gpulab(&["check", "--content", content.path().to_str().unwrap()]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    for expected in [
+        "broken.json:1: a `published` file's note must say",
+        "unit `TFLOP/s` should be `GB/s`",
+        "unknown experiment `nope`",
+        "an https URL",
+        "syntax.json:1: ",
+    ] {
+        assert!(
+            stderr.contains(expected),
+            "missing {expected:?} in:\n{stderr}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn the_api_serves_the_published_peaks_with_their_sources() {
+    let app = spawn().await;
+    let response = app.get("/api/reference-runs").await;
+    assert_eq!(response.status(), 200);
+    let files: serde_json::Value = response.json().await.unwrap();
+    let published = files
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["kind"] == "published")
+        .unwrap();
+    assert!(published["note"].as_str().unwrap().contains("not measured"));
+    for figure in published["figures"].as_array().unwrap() {
+        assert!(
+            figure["source"]["url"]
+                .as_str()
+                .unwrap()
+                .starts_with("https://www.nvidia.com/")
+                || figure["source"]["url"]
+                    .as_str()
+                    .unwrap()
+                    .starts_with("https://resources.nvidia.com/")
+        );
+        assert!(figure["value"].as_f64().unwrap() > 0.0);
+    }
+}
