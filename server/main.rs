@@ -193,6 +193,10 @@ fn check(args: CheckArgs) -> ExitCode {
                 );
             }
             println!(
+                "ok      predictions: {} question(s), one for every quantity a live experiment measures",
+                course.predictions.len()
+            );
+            println!(
                 "ok      reference runs: {} file(s), {} published figure(s), {} recorded run(s)",
                 course.references.len(),
                 course

@@ -22,6 +22,7 @@ mod learner;
 mod lesson_experiments;
 mod nojs;
 mod openapi;
+mod predictions;
 mod quiz;
 mod reference_runs;
 mod support;

@@ -13,6 +13,7 @@ pub mod math;
 pub mod notebook;
 pub mod numeric;
 pub mod outline;
+pub mod predictions;
 pub mod problem;
 pub mod quiz;
 pub mod reference_runs;
@@ -77,6 +78,8 @@ pub struct Course {
     pub search: std::sync::Arc<search::SearchIndex>,
     /// Reference GPU results (`reference-runs/*.json`) shown beside CPU runs.
     pub references: std::sync::Arc<Vec<reference_runs::ReferenceFile>>,
+    /// What each live experiment asks before it runs (`predictions.toml`).
+    pub predictions: std::sync::Arc<predictions::Questions>,
 }
 
 /// The id (and URL segment) of the course's final exam.
@@ -236,6 +239,18 @@ impl Course {
             )),
         }
         let references = load_references(source, &mut problems);
+        let predictions = match source.read(predictions::FILE) {
+            Ok(Some(text)) => {
+                let file = source.display_path(predictions::FILE);
+                predictions::load(&file, &text, &anchors, &mut problems)
+            }
+            // A course without the file asks nothing before its experiments run.
+            Ok(None) => predictions::Questions::new(),
+            Err(e) => {
+                problems.push(Problem::new(source.display_path(predictions::FILE), 1, e));
+                predictions::Questions::new()
+            }
+        };
         if problems.is_empty() {
             let mut course = Self {
                 title: index.title,
@@ -243,6 +258,7 @@ impl Course {
                 quizzes,
                 search: std::sync::Arc::default(),
                 references: std::sync::Arc::new(references),
+                predictions: std::sync::Arc::new(predictions),
             };
             course.search = std::sync::Arc::new(search::SearchIndex::build(&course));
             course.link_questions_to_sections();

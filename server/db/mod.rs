@@ -8,6 +8,7 @@
 pub mod class_summary;
 pub mod experiment_history;
 pub mod gradebook;
+pub mod predictions;
 pub mod progress;
 pub mod student_identity;
 
@@ -92,6 +93,24 @@ CREATE TABLE experiment_runs (
 );
 CREATE INDEX experiment_runs_by_student ON experiment_runs(student_id);
 CREATE INDEX attempts_by_time ON attempts(student_id, submitted_at);
+",
+    // Predict, then measure: each prediction with the measurement it was scored against.
+    r"
+CREATE TABLE predictions (
+    id          INTEGER PRIMARY KEY AUTOINCREMENT,
+    student_id  TEXT NOT NULL,
+    experiment  TEXT NOT NULL,
+    quantity    TEXT NOT NULL,
+    params      TEXT NOT NULL,
+    predicted   REAL NOT NULL,
+    measured    REAL NOT NULL,
+    unit        TEXT NOT NULL,
+    backend     TEXT NOT NULL,
+    device      TEXT NOT NULL,
+    created_at  TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))
+);
+CREATE INDEX predictions_by_student ON predictions(student_id);
+CREATE INDEX predictions_by_quantity ON predictions(quantity);
 ",
 ];
 

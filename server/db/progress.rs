@@ -1,5 +1,6 @@
 //! A student's own records: creating the student row, saving a graded attempt (with
-//! every answer) in one transaction, reading best scores per quiz, export and reset.
+//! every answer) in one transaction, reading best scores per quiz, export (with the
+//! student's predictions) and reset.
 
 use rusqlite::{Connection, OptionalExtension, params};
 use serde::Serialize;
@@ -52,6 +53,8 @@ pub struct StudentExport {
     pub progress: Vec<QuizProgress>,
     /// Every attempt, oldest first.
     pub attempts: Vec<AttemptRecord>,
+    /// Every prediction made before a live experiment, oldest first.
+    pub predictions: Vec<super::predictions::StoredPrediction>,
 }
 
 /// Creates the student row if it does not exist yet.
@@ -167,6 +170,7 @@ pub fn export(conn: &Connection, student: &str) -> Result<StudentExport, DbError
         display_name: display_name(conn, student)?,
         progress: progress(conn, student)?,
         attempts,
+        predictions: super::predictions::for_student(conn, student)?,
     })
 }
 
@@ -174,6 +178,7 @@ pub fn export(conn: &Connection, student: &str) -> Result<StudentExport, DbError
 pub fn reset(conn: &mut Connection, student: &str) -> Result<(), DbError> {
     let tx = conn.transaction()?;
     tx.execute("DELETE FROM attempts WHERE student_id = ?1", [student])?;
+    tx.execute("DELETE FROM predictions WHERE student_id = ?1", [student])?;
     tx.execute(
         "UPDATE students SET display_name = NULL WHERE id = ?1",
         [student],

@@ -115,6 +115,10 @@ pub fn merge(conn: &mut Connection, from: &str, into: &str) -> Result<(), DbErro
         params![from, into],
     )?;
     tx.execute(
+        "UPDATE predictions SET student_id = ?2 WHERE student_id = ?1",
+        params![from, into],
+    )?;
+    tx.execute(
         "UPDATE students SET display_name = COALESCE(display_name,
              (SELECT display_name FROM students WHERE id = ?1)) WHERE id = ?2",
         params![from, into],

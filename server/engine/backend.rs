@@ -7,11 +7,11 @@
 
 use std::time::{Duration, Instant};
 
-use serde_json::Value;
+use serde_json::{Value, json};
 
 use super::first_contact::{self, FirstContact};
 use super::provenance::Provenance;
-use crate::experiments::{ExperimentError, Job};
+use crate::experiments::{ExperimentError, Job, prediction};
 use crate::gpu::card::cpu_card;
 use crate::gpu::{DeviceCard, Gpu};
 use crate::measure::Deadline;
@@ -108,6 +108,8 @@ impl Backend {
         let started = Instant::now();
         let deadline = Deadline::after(timeout);
         let method = job.method.clone();
+        let prediction = job.prediction;
+        let on_gpu = matches!(self, Self::Cuda(_));
         let other = match self {
             Self::Cuda(gpu) => gpu.other_processes(),
             Self::Cpu => None,
@@ -115,8 +117,16 @@ impl Backend {
         };
         let finished = job.run(self.gpu(), &deadline)?;
         let provenance = Provenance::new(card, other, method, started.elapsed().as_secs_f64());
+        let mut result = provenance.attach(finished.json());
+        if let (Some(measured), Value::Object(fields)) = (finished.measured(on_gpu), &mut result) {
+            fields.insert("measured".into(), json!(measured));
+            if let Some(predicted) = prediction {
+                let score = prediction::score(predicted, measured.value, measured.scale);
+                fields.insert("prediction".into(), json!(score));
+            }
+        }
         Ok(Ran {
-            result: provenance.attach(finished.json()),
+            result,
             table: finished.table(),
             provenance,
         })

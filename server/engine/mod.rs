@@ -54,6 +54,37 @@ pub struct RunReport {
     pub ran_for: Duration,
     /// What went wrong, when it failed.
     pub error: Option<String>,
+    /// The learner's prediction and the measurement it was scored against, when they
+    /// made one and the run measured it.
+    pub prediction: Option<PredictionReport>,
+}
+
+/// A scored prediction, as a finished run carries it (`result.measured` and
+/// `result.prediction`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct PredictionReport {
+    /// The quantity's key (`transfer.pinned_h2d_gbps`).
+    pub quantity: String,
+    /// Its unit.
+    pub unit: String,
+    /// What the learner predicted.
+    pub predicted: f64,
+    /// What the run measured.
+    pub measured: f64,
+}
+
+impl PredictionReport {
+    /// Reads it off a finished result; `None` when the result has no prediction.
+    pub fn from_result(result: &serde_json::Value) -> Option<Self> {
+        let measured = result.get("measured")?;
+        let prediction = result.get("prediction")?;
+        Some(Self {
+            quantity: measured.get("quantity")?.as_str()?.to_string(),
+            unit: measured.get("unit")?.as_str()?.to_string(),
+            predicted: prediction.get("predicted")?.as_f64()?,
+            measured: measured.get("value")?.as_f64()?,
+        })
+    }
 }
 
 /// Runs `worker` on `job`, noting what it runs so the finish listener can name it.
@@ -183,6 +214,10 @@ impl Engine {
                 ran_for: finished.ran_for,
                 error: match finished.state {
                     JobState::Failed { error } => Some(error.clone()),
+                    _ => None,
+                },
+                prediction: match finished.state {
+                    JobState::Done { result } => PredictionReport::from_result(result),
                     _ => None,
                 },
             });

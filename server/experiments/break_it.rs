@@ -14,6 +14,7 @@ use std::fmt::Write as _;
 
 use serde::{Deserialize, Serialize};
 
+use super::prediction::{On, Quantity, Scale};
 use super::selftest::{Check, checked, no_gpu};
 use super::training::model::{CLASSES, FEATURES, Mlp, Tickets};
 use super::training::{self, Optim, TrainParams, TrainPrecision};
@@ -262,6 +263,38 @@ impl Experiment for BreakIt {
         "Lesson 9's deliberate mistakes: a batch left on the host, or the loss read every step";
     type Params = BreakItParams;
     type Output = BreakItResult;
+
+    const PREDICT: &'static [Quantity] = &[
+        Quantity {
+            key: "break-it.fails",
+            unit: "",
+            scale: Scale::Exact,
+            on: On::Any,
+            when: Some(("case", "batch-on-host")),
+        },
+        Quantity {
+            key: "break-it.log_slowdown",
+            unit: "×",
+            scale: Scale::Ratio,
+            on: On::Any,
+            when: Some(("case", "log-every-step")),
+        },
+    ];
+
+    fn measure(key: &str, _: &BreakItParams, r: &BreakItResult) -> Option<f64> {
+        match (key, r) {
+            // 1: the preflight found the batch on another device than the model.
+            ("break-it.fails", BreakItResult::Placement(p)) => {
+                Some(if p.preflight_error.is_some() {
+                    1.0
+                } else {
+                    0.0
+                })
+            }
+            ("break-it.log_slowdown", BreakItResult::Logging(l)) => Some(l.slowdown),
+            _ => None,
+        }
+    }
 
     fn rules(_: &Limits) -> Vec<Rule> {
         vec![Rule::OneOf {

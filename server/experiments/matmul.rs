@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
+use super::prediction::{On, Quantity, Scale};
 use super::selftest::{Check, checked, max_rel_diff, no_gpu};
 use super::{Experiment, ExperimentError, Rule};
 use crate::config::Limits;
@@ -224,6 +225,35 @@ impl Experiment for Matmul {
         "Square FP32 matmuls from 16 to max_size on the CPU and the GPU, with the crossover size";
     type Params = MatmulParams;
     type Output = MatmulResult;
+
+    const PREDICT: &'static [Quantity] = &[
+        Quantity {
+            key: "matmul.crossover_size",
+            unit: "n",
+            scale: Scale::Exact,
+            on: On::Gpu,
+            when: None,
+        },
+        Quantity {
+            key: "matmul.cpu_gflops",
+            unit: "GFLOP/s",
+            scale: Scale::Ratio,
+            on: On::Cpu,
+            when: None,
+        },
+    ];
+
+    fn measure(key: &str, _: &MatmulParams, r: &MatmulResult) -> Option<f64> {
+        match key {
+            // 0 stands for "never": the GPU did not win within the sweep.
+            "matmul.crossover_size" => Some(r.crossover_size.map_or(0.0, |n| n as f64)),
+            "matmul.cpu_gflops" => {
+                let row = r.rows.iter().rev().find(|row| row.cpu_ms.is_some())?;
+                Some(row.flop / (row.cpu_ms?.median * 1e-3) / 1e9)
+            }
+            _ => None,
+        }
+    }
 
     fn rules(limits: &Limits) -> Vec<Rule> {
         vec![Rule::Range {

@@ -19,6 +19,7 @@ pub mod break_it;
 pub mod matmul;
 pub mod params;
 pub mod precision;
+pub mod prediction;
 pub mod selftest;
 pub mod streams;
 pub mod timing;
@@ -37,6 +38,7 @@ use crate::config::Limits;
 use crate::gpu::{Gpu, GpuError};
 use crate::measure::{Deadline, PastDeadline};
 pub use params::{ParamError, Rule};
+pub use prediction::{Measured, Quantity};
 pub use selftest::{Check, Outcome};
 
 /// What a student's parameters must be: JSON in and out, a schema for OpenAPI, and
@@ -100,6 +102,14 @@ pub trait Experiment: Send + Sync + 'static {
     fn describe(params: &Self::Params) -> String;
     /// Small, fast cases that compare this experiment's answers with a reference.
     fn selftest(gpu: Option<&mut Gpu>) -> Vec<Check>;
+    /// The numbers a learner may predict before a run; the first that applies to the
+    /// parameters and the backend is asked (its question is course content).
+    const PREDICT: &'static [Quantity] = &[];
+    /// The measured value of the quantity `key` (one of [`Experiment::PREDICT`]) in
+    /// `output`, when this run measured it.
+    fn measure(_key: &str, _params: &Self::Params, _output: &Self::Output) -> Option<f64> {
+        None
+    }
 }
 
 /// Why an experiment stopped without a result; the text is what the student reads.
@@ -128,6 +138,8 @@ pub trait Finished: Send {
     fn json(&self) -> Value;
     /// The result as `gpulab bench` prints it.
     fn table(&self) -> String;
+    /// The value a learner predicted for this run, read off the result.
+    fn measured(&self, on_gpu: bool) -> Option<Measured>;
 }
 
 struct Typed<E: Experiment> {
@@ -143,6 +155,18 @@ impl<E: Experiment> Finished for Typed<E> {
     fn table(&self) -> String {
         E::table(&self.params, &self.output)
     }
+
+    fn measured(&self, on_gpu: bool) -> Option<Measured> {
+        let params = serde_json::to_value(&self.params).unwrap_or_default();
+        let quantity = prediction::pick(E::PREDICT, &params, on_gpu)?;
+        let value = E::measure(quantity.key, &self.params, &self.output)?;
+        value.is_finite().then_some(Measured {
+            quantity: quantity.key,
+            value,
+            unit: quantity.unit,
+            scale: quantity.scale,
+        })
+    }
 }
 
 type RunFn =
@@ -156,6 +180,8 @@ pub struct Job {
     pub params: Value,
     /// How it is measured (provenance).
     pub method: String,
+    /// The learner's prediction of the measured value, when they made one.
+    pub prediction: Option<f64>,
     run: Box<RunFn>,
 }
 
@@ -180,6 +206,7 @@ impl Job {
             experiment: "test",
             params: Value::Null,
             method: "test".into(),
+            prediction: None,
             run: Box::new(run),
         }
     }
@@ -224,6 +251,8 @@ pub trait DynExperiment: Send + Sync {
     )>;
     /// [`Experiment::selftest`].
     fn selftest(&self, gpu: Option<&mut Gpu>) -> Vec<Check>;
+    /// [`Experiment::PREDICT`].
+    fn quantities(&self) -> &'static [Quantity];
 }
 
 /// Adapts a typed [`Experiment`] to [`DynExperiment`].
@@ -269,6 +298,7 @@ impl<E: Experiment> DynExperiment for Registered<E> {
             experiment: E::NAME,
             params: value,
             method,
+            prediction: None,
             run: Box::new(move |gpu, deadline| {
                 let output = match gpu {
                     Some(gpu) => E::run_gpu(gpu, &params, deadline)?,
@@ -302,6 +332,10 @@ impl<E: Experiment> DynExperiment for Registered<E> {
 
     fn selftest(&self, gpu: Option<&mut Gpu>) -> Vec<Check> {
         E::selftest(gpu)
+    }
+
+    fn quantities(&self) -> &'static [Quantity] {
+        E::PREDICT
     }
 }
 

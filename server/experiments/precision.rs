@@ -12,6 +12,7 @@ use std::fmt::Write as _;
 use half::{bf16, f16};
 use serde::{Deserialize, Serialize};
 
+use super::prediction::{On, Quantity, Scale};
 use super::selftest::{Check, checked, no_gpu};
 use super::{Experiment, ExperimentError, Rule};
 use crate::config::Limits;
@@ -378,6 +379,32 @@ impl Experiment for Precision {
         "The same GEMM in FP32, TF32, FP16 and BF16: TFLOP/s and error against FP64";
     type Params = PrecisionParams;
     type Output = PrecisionResult;
+
+    const PREDICT: &'static [Quantity] = &[
+        Quantity {
+            key: "precision.bf16_speedup",
+            unit: "×",
+            scale: Scale::Ratio,
+            on: On::Gpu,
+            when: None,
+        },
+        Quantity {
+            key: "precision.bf16_rel_error",
+            unit: "",
+            scale: Scale::Ratio,
+            on: On::Cpu,
+            when: None,
+        },
+    ];
+
+    fn measure(key: &str, _: &PrecisionParams, r: &PrecisionResult) -> Option<f64> {
+        let row = |name: &str| r.rows.iter().find(|row| row.precision == name);
+        match key {
+            "precision.bf16_speedup" => Some(row("fp32")?.ms.median / row("bf16")?.ms.median),
+            "precision.bf16_rel_error" => Some(row("bf16")?.max_rel_error),
+            _ => None,
+        }
+    }
 
     fn rules(limits: &Limits) -> Vec<Rule> {
         vec![Rule::Range {

@@ -17,6 +17,7 @@ use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
 
+use super::prediction::{On, Quantity, Scale};
 use super::selftest::{Check, checked, no_gpu};
 use super::{Experiment, ExperimentError, ParamError, Rule};
 use crate::config::Limits;
@@ -440,6 +441,25 @@ impl Experiment for Streams {
     const SUMMARY: &'static str = "A copy-in, compute, copy-out pipeline over 1, 2, 4 … streams, from pinned and pageable memory";
     type Params = StreamsParams;
     type Output = StreamsResult;
+
+    const PREDICT: &'static [Quantity] = &[Quantity {
+        key: "streams.best_speedup",
+        unit: "×",
+        scale: Scale::Ratio,
+        on: On::Any,
+        when: None,
+    }];
+
+    fn measure(key: &str, _: &StreamsParams, r: &StreamsResult) -> Option<f64> {
+        if key != "streams.best_speedup" {
+            return None;
+        }
+        r.runs
+            .iter()
+            .filter(|run| run.streams > 1 && run.memory != "pageable")
+            .map(|run| run.speedup)
+            .reduce(f64::max)
+    }
 
     fn rules(limits: &Limits) -> Vec<Rule> {
         vec![

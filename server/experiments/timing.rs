@@ -15,6 +15,7 @@ use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
 
+use super::prediction::{On, Quantity, Scale};
 use super::selftest::{Check, checked, no_gpu};
 use super::{Experiment, ExperimentError, Rule};
 use crate::config::Limits;
@@ -180,6 +181,18 @@ impl Experiment for Timing {
         "The timing trap: host timer without sync, with sync, and device timestamps";
     type Params = TimingParams;
     type Output = TimingResult;
+
+    const PREDICT: &'static [Quantity] = &[Quantity {
+        key: "timing.underestimate_factor",
+        unit: "×",
+        scale: Scale::Ratio,
+        on: On::Any,
+        when: None,
+    }];
+
+    fn measure(key: &str, _: &TimingParams, r: &TimingResult) -> Option<f64> {
+        (key == "timing.underestimate_factor").then_some(r.underestimate_factor)
+    }
 
     fn rules(_: &Limits) -> Vec<Rule> {
         Vec::new()

@@ -55,6 +55,8 @@ pub struct InstructorPage<'a> {
     pub missed: Vec<MissedView>,
     /// The shared GPU now.
     pub live: LiveView,
+    /// The class's predictions before live experiments, one strip per question.
+    pub predictions: Vec<crate::web::calibration::Strip>,
     /// A confirmation after renaming or merging.
     pub notice: Option<String>,
     /// The page's script.

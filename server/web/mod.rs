@@ -14,6 +14,7 @@
 //! `main`.
 
 pub mod assets;
+pub mod calibration;
 pub mod encoded;
 pub mod error;
 pub mod extract;

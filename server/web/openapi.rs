@@ -73,6 +73,13 @@ fn experiment_path(
                 experiment.directive()
             ),
             "operationId": format!("experiment_{}", experiment.name().replace('-', "_")),
+            "parameters": [{
+                "name": "predict",
+                "in": "query",
+                "required": false,
+                "description": "The learner's prediction of the measured value (the quantity the panel asks about on this backend, see `predictions` in GET /api/device). When given, the finished result carries `measured` and `prediction` (the score), and the prediction is stored.",
+                "schema": {"type": "number", "minimum": 0, "maximum": crate::experiments::prediction::MAX_PREDICTION},
+            }],
             "requestBody": {
                 "required": false,
                 "content": {"application/json": {

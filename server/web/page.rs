@@ -87,6 +87,8 @@ pub struct HomePage<'a> {
     pub resumed: bool,
     /// The home page's script ("Continue" prefers a lesson read further on).
     pub script: String,
+    /// How close the student's predictions before live experiments came.
+    pub calibration: crate::web::calibration::Calibration,
 }
 
 /// A student's state on one quiz, for the home page and the quiz's status line.

@@ -11,7 +11,7 @@ use std::sync::Arc;
 
 use axum::Router;
 use axum::body::Bytes;
-use axum::extract::{ConnectInfo, DefaultBodyLimit, Extension, State};
+use axum::extract::{ConnectInfo, DefaultBodyLimit, Extension, RawQuery, State};
 use axum::http::{HeaderName, HeaderValue, StatusCode, header};
 use axum::middleware;
 use axum::routing::{get, post};
@@ -61,9 +61,10 @@ fn api() -> OpenApiRouter<AppState> {
                 move |State(state): State<AppState>,
                       Extension(id): Extension<StudentId>,
                       peer: Option<Extension<ConnectInfo<SocketAddr>>>,
+                      query: RawQuery,
                       body: Bytes| {
                     let address = peer.map(|Extension(ConnectInfo(p))| p.ip());
-                    experiments::submit(experiment, state, id, address, body)
+                    experiments::submit(experiment, state, id, address, query.0, body)
                 },
             ),
         );
@@ -132,6 +133,10 @@ pub fn router(state: AppState) -> Router {
         .route(
             "/instructor/missed.csv",
             get(instructor_exports::missed_csv),
+        )
+        .route(
+            "/instructor/predictions.csv",
+            get(instructor_exports::predictions_csv),
         )
         .route("/instructor/live.json", get(instructor_cockpit::live_json))
         .route(

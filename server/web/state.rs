@@ -16,6 +16,7 @@ use crate::config::Config;
 use crate::course::problem::Problems;
 use crate::course::{ContentSource, Course};
 use crate::db::experiment_history::{self, ExperimentRun};
+use crate::db::predictions::{self, PredictionRow};
 use crate::db::{Db, DbError};
 use crate::engine::Engine;
 use crate::metrics::Metrics;
@@ -141,6 +142,17 @@ impl AppState {
 fn record_experiment_history(engine: &Engine, db: &Db) {
     let db = db.clone();
     engine.on_run_finished(move |report| {
+        let prediction = report.prediction.map(|p| PredictionRow {
+            student_id: report.owner.clone(),
+            experiment: report.experiment.clone(),
+            quantity: p.quantity,
+            params: report.params.clone(),
+            predicted: p.predicted,
+            measured: p.measured,
+            unit: p.unit,
+            backend: report.backend.clone(),
+            device: report.device.clone(),
+        });
         let run = ExperimentRun {
             student_id: report.owner,
             experiment: report.experiment,
@@ -151,8 +163,19 @@ fn record_experiment_history(engine: &Engine, db: &Db) {
             ok: report.error.is_none(),
             error: report.error,
         };
-        if let Err(error) = db.run_blocking(|conn| experiment_history::record(conn, &run)) {
-            tracing::error!(%error, "could not record an experiment in the history");
+        // One transaction: the run and its prediction are on record together, before
+        // the result (and the prediction's reveal) is readable.
+        let stored = db.run_blocking(|conn| {
+            let tx = conn.transaction()?;
+            experiment_history::record(&tx, &run)?;
+            if let Some(row) = &prediction {
+                predictions::record(&tx, row)?;
+            }
+            tx.commit()?;
+            Ok(())
+        });
+        if let Err(error) = stored {
+            tracing::error!(%error, "could not record an experiment (and its prediction) in the history");
         }
     });
 }

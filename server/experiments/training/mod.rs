@@ -17,6 +17,7 @@ use std::fmt::Write as _;
 
 use serde::{Deserialize, Serialize};
 
+use super::prediction::{On, Quantity, Scale};
 use super::selftest::{Check, checked, no_gpu};
 use super::{Experiment, ExperimentError, ParamError, Rule};
 use crate::config::Limits;
@@ -200,6 +201,19 @@ impl Experiment for Training {
         "Train the small MLP; loss curve, step time, samples/s, logging cost";
     type Params = TrainParams;
     type Output = TrainResult;
+
+    const PREDICT: &'static [Quantity] = &[Quantity {
+        key: "training.log_every_step_slowdown",
+        unit: "×",
+        scale: Scale::Ratio,
+        on: On::Any,
+        when: None,
+    }];
+
+    fn measure(key: &str, _: &TrainParams, r: &TrainResult) -> Option<f64> {
+        (key == "training.log_every_step_slowdown" && r.read_every_n_ms > 0.0)
+            .then(|| r.read_every_step_ms / r.read_every_n_ms)
+    }
 
     fn rules(limits: &Limits) -> Vec<Rule> {
         let range = |field, max: usize, cap| Rule::Range {

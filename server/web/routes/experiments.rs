@@ -40,6 +40,9 @@ pub struct ExperimentInfo {
     /// Each parameter's bounds on this server.
     #[schema(value_type = Vec<Object>)]
     pub rules: Vec<Rule>,
+    /// What the panel asks before a run: the first question that applies to the
+    /// backend and the parameters (`on`, `when`).
+    pub predictions: Vec<crate::course::predictions::Question>,
 }
 
 /// `GET /api/device`'s answer.
@@ -94,6 +97,11 @@ pub async fn device(State(state): State<AppState>) -> Json<DeviceInfo> {
                 path: format!("/api/experiments/{}", e.name()),
                 defaults: e.defaults(),
                 rules: e.rules(limits),
+                predictions: e
+                    .quantities()
+                    .iter()
+                    .filter_map(|q| state.course.predictions.get(q.key).cloned())
+                    .collect(),
             })
             .collect(),
     })
@@ -152,15 +160,18 @@ pub async fn submit(
     state: AppState,
     student: StudentId,
     address: Option<std::net::IpAddr>,
+    query: Option<String>,
     body: Bytes,
 ) -> Result<Response, ApiError> {
     let parsed = crate::web::extract::optional_json(&body, &experiment.defaults().to_string())?;
-    let job = experiment
+    let prediction = predict_query(query.as_deref())?;
+    let mut job = experiment
         .prepare(parsed.as_ref(), &state.engine.limits)
         .map_err(|e| match e {
             ParamError::Malformed { .. } => AppError::BadRequest(e.to_string()),
             ParamError::Invalid(message) => AppError::Invalid(message),
         })?;
+    job.prediction = prediction;
     if let Err(wait) = state.experiment_limiter.check(&student.0) {
         let secs = wait.as_secs_f64().ceil().max(1.0) as u64;
         state.metrics.rejected("rate_limited");
@@ -209,6 +220,26 @@ pub async fn submit(
         )
         .into()),
     }
+}
+
+/// The `predict` query parameter: absent, or a number the learner predicted.
+fn predict_query(query: Option<&str>) -> Result<Option<f64>, AppError> {
+    let Some(query) = query else { return Ok(None) };
+    let mut prediction = None;
+    for (key, value) in form_urlencoded::parse(query.as_bytes()) {
+        if key != "predict" {
+            return Err(AppError::BadRequest(format!(
+                "unknown query parameter `{key}`: the only one is `predict` (your prediction of the measured value)"
+            )));
+        }
+        let number: f64 = value
+            .trim()
+            .parse()
+            .map_err(|_| AppError::Invalid(format!("`predict` must be a number, not `{value}`")))?;
+        prediction =
+            Some(crate::experiments::prediction::check(number).map_err(AppError::Invalid)?);
+    }
+    Ok(prediction)
 }
 
 /// A job as `GET /api/jobs/{id}` reports it.

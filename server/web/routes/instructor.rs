@@ -190,6 +190,16 @@ pub async fn gradebook(
         dir: if view.descending { "desc" } else { "asc" },
         missed: missed_in_course_order(&state.course, class.missed),
         live: live_view(&state).await?,
+        predictions: {
+            let rows = state
+                .db
+                .run(|conn| crate::db::predictions::all(conn))
+                .await?;
+            crate::web::calibration::class_views(&rows, &state.course.predictions)
+                .into_iter()
+                .map(crate::web::calibration::strip)
+                .collect()
+        },
         notice,
         script: state.assets.url("js/instructor.js"),
     };

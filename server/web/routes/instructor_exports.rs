@@ -118,6 +118,81 @@ pub async fn grades_csv(
     Ok(csv_response("gpulab-grades.csv", csv_bytes(&rows)?))
 }
 
+/// One row of `predictions.csv`.
+#[derive(Serialize)]
+struct PredictionExport {
+    student: String,
+    display_name: Option<String>,
+    experiment: String,
+    quantity: String,
+    params: String,
+    predicted: f64,
+    measured: f64,
+    unit: String,
+    factor: Option<f64>,
+    verdict: String,
+    within_2x: bool,
+    backend: String,
+    device: String,
+    created_at: String,
+}
+
+/// `GET /instructor/predictions.csv`: every prediction, scored, oldest first.
+pub async fn predictions_csv(
+    State(state): State<AppState>,
+    caller: Caller,
+) -> Result<Response, AppError> {
+    require(&state, &caller)?;
+    let (key, names, rows) = state
+        .db
+        .run(|conn| {
+            let mut names = std::collections::HashMap::new();
+            let mut statement = conn
+                .prepare("SELECT id, display_name FROM students WHERE display_name IS NOT NULL")?;
+            for row in
+                statement.query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?)))?
+            {
+                let (id, name) = row?;
+                names.insert(id, name);
+            }
+            Ok((
+                gradebook::pseudonym_key(conn)?,
+                names,
+                crate::db::predictions::all(conn)?,
+            ))
+        })
+        .await?;
+    let export: Vec<PredictionExport> = rows
+        .into_iter()
+        .map(|stored| {
+            let row = stored.row;
+            let scale = crate::experiments::REGISTRY
+                .iter()
+                .flat_map(|e| e.quantities())
+                .find(|q| q.key == row.quantity)
+                .map_or(crate::experiments::prediction::Scale::Ratio, |q| q.scale);
+            let score = crate::experiments::prediction::score(row.predicted, row.measured, scale);
+            PredictionExport {
+                student: gradebook::pseudonym(&key, &row.student_id),
+                display_name: names.get(&row.student_id).cloned(),
+                experiment: row.experiment,
+                quantity: row.quantity,
+                params: row.params,
+                predicted: row.predicted,
+                measured: row.measured,
+                unit: row.unit,
+                factor: score.factor,
+                verdict: score.verdict,
+                within_2x: score.within_2x,
+                backend: row.backend,
+                device: row.device,
+                created_at: stored.created_at,
+            }
+        })
+        .collect();
+    Ok(csv_response("gpulab-predictions.csv", csv_bytes(&export)?))
+}
+
 /// `GET /instructor/missed.csv`: missed questions in course order, per student.
 pub async fn missed_csv(
     State(state): State<AppState>,

@@ -60,6 +60,10 @@ pub async fn home(
         resume_code: resume_code.map(|c| crate::db::student_identity::display_code(&c)),
         resumed: query.contains_key("resumed"),
         script: state.assets.url("js/home.js"),
+        calibration: crate::web::calibration::calibrate(
+            &data.predictions,
+            &state.course.predictions,
+        ),
     };
     Ok(Html(page.render()?))
 }

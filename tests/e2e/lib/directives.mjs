@@ -74,9 +74,73 @@ export function specFrame(error, spec) {
   return match ? `at ${spec.file}:${match[1]}:${match[2]}` : '';
 }
 
+/**
+ * Predict, then measure: when the panel asks for a prediction (fieldset.exp-predict),
+ * answers it the way a learner would (a number typed, the first size, the first
+ * choice) and returns what was entered; null when the panel asks nothing.
+ */
+export async function predict(page, figure) {
+  const step = figure.locator('fieldset.exp-predict');
+  try {
+    await step.waitFor({ state: 'visible', timeout: 3_000 });
+  } catch {
+    return null;
+  }
+  const number = step.locator('input.exp-predict-number');
+  if (await number.count()) {
+    await number.fill('3');
+    return 3;
+  }
+  const select = step.locator('select');
+  if (await select.count()) {
+    const value = await select.locator('option').nth(1).getAttribute('value');
+    await select.selectOption(value);
+    return Number(value);
+  }
+  const radio = step.getByRole('radio').first();
+  await radio.check();
+  return Number(await radio.getAttribute('value'));
+}
+
+/**
+ * After a spec ran a panel with a prediction: the reveal states the server's verdict,
+ * marks the prediction beside the measurement (unless the answer was a choice), links
+ * to the lesson paragraph, and the prediction is stored under this student.
+ */
+export async function checkReveal(page, figure, predicted, storedBefore) {
+  const reveal = figure.locator('section.exp-reveal');
+  await reveal.waitFor({ timeout: 60_000 });
+  const sentence = await reveal.locator('.exp-reveal-sentence').innerText();
+  assert.match(sentence, /^You predicted .+; this server measured .+: (spot on \(within 5%\)|right|wrong|[\d.,]+× too (high|low))\.$/, sentence);
+  const verdict = await reveal.getAttribute('data-verdict');
+  assert.ok(sentence.includes(verdict), `the sentence carries the verdict ${verdict}`);
+  const strip = reveal.locator('svg.exp-strip');
+  if (await strip.count()) {
+    assert.equal(await strip.locator('.exp-strip-predicted').count(), 1, 'the prediction is marked');
+    assert.equal(await strip.locator('.exp-strip-measured').count(), 1, 'the measurement is marked');
+    assert.match(await strip.getAttribute('aria-label'), /your prediction .+, measured .+/);
+  }
+  assert.match(await reveal.locator('.exp-reveal-link a').getAttribute('href'), /^\/lessons\/[a-z0-9-]+#[a-z0-9-]+$/);
+  assert.ok((await reveal.locator('.exp-reveal-why').innerText()).length > 40, 'the explanation is there');
+  const stored = await storedPredictions(page);
+  assert.ok(stored.length > storedBefore, `a prediction row was stored (${stored.length} after ${storedBefore})`);
+  assert.equal(stored[stored.length - 1].predicted, predicted, 'the stored row is the prediction entered');
+}
+
+/** This student's stored predictions (GET /api/me/progress, with the page's cookie). */
+export async function storedPredictions(page) {
+  return page.evaluate(async () => {
+    const response = await fetch('/api/me/progress', { headers: { accept: 'application/json' } });
+    return (await response.json()).predictions;
+  });
+}
+
 /** Runs one spec's check against its figure. Rejects on assertion failure or error. */
 export async function runSpec(module, { page, figure, params }) {
+  const storedBefore = (await storedPredictions(page)).length;
+  const predicted = await predict(page, figure);
   await module.default({ page, figure, params, assert });
+  if (predicted !== null && !module.noReveal) await checkReveal(page, figure, predicted, storedBefore);
 }
 
 /** Drops the problems a spec declared it provokes on purpose. */

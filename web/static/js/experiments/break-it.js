@@ -80,6 +80,7 @@ export async function mount(figure, params) {
   const kase = CASES[params.case] ? params.case : spec.defaults.case;
   standardPanel(figure, device, {
     experiment: 'break-it',
+    fixed: { case: kase },
     intro: CASES[kase].intro,
     fields: [],
     runLabel: CASES[kase].runLabel,

@@ -8,6 +8,7 @@
 
 import { el, richText, uniqueId, cpuBanner } from './panel-view.js';
 import { referenceAside } from './panel-reference.js';
+import { predictionStep, revealView } from './panel-predict.js';
 import { clampInt } from '../logic/numbers.js';
 import {
   apiErrorMessage, jobStatusText, pollDelayMs, retryAfterSeconds, tooManyMessage,
@@ -187,8 +188,12 @@ export async function runJob({ url, body, status, device, results }) {
   status.busy(true);
   if (results) results.setAttribute('aria-busy', 'true');
   status.set(jobStatusText({ status: 'sending' }, device));
+  // The learner's prediction (standardPanel's step) travels with the job; the server
+  // scores it as the result is made and stores it before the result is readable.
+  const predicted = status.prediction;
+  const target = predicted === null || predicted === undefined ? url : `${url}?predict=${encodeURIComponent(predicted)}`;
   try {
-    const accepted = await requestJson('POST', url, body);
+    const accepted = await requestJson('POST', target, body);
     if (!accepted.ok) {
       status.error(accepted.message);
       return null;
@@ -198,6 +203,7 @@ export async function runJob({ url, body, status, device, results }) {
     for (let attempt = 0; ; attempt += 1) {
       if (state.status === 'done') {
         status.set(jobStatusText(state, device, accepted.data), 'done');
+        status.finished = state.result;
         return state.result;
       }
       if (state.status === 'failed') {
@@ -221,25 +227,67 @@ export async function runJob({ url, body, status, device, results }) {
   }
 }
 
-/** The usual panel: shell, controls, status and results, in that order. */
-export function standardPanel(figure, device, { intro, fields, runLabel, resultsSize, onRun, experiment }) {
+/**
+ * The usual panel: shell, controls (with the prediction step when the experiment asks
+ * one), status, the reveal and results, in that order. `fixed`: parameters the lesson
+ * sets that have no control (break-it's `case`), for choosing the question.
+ */
+export function standardPanel(figure, device, { intro, fields, runLabel, resultsSize, onRun, experiment, fixed = {} }) {
   const root = panelShell(figure, device, intro);
   const status = statusArea();
   const results = resultsArea(resultsSize);
+  const reveal = el('div', { class: 'exp-reveal-host', 'aria-live': 'polite' });
+  let step = null;
+  let skipping = false;
   const controls = controlsForm({
     fields,
     runLabel,
     onRun: async (values) => {
+      status.prediction = null;
+      status.finished = null;
+      let question = null;
+      if (step && !skipping) {
+        const read = step.read();
+        if (read.error) return;
+        status.prediction = read.value;
+        question = read.question;
+      }
+      skipping = false;
+      reveal.replaceChildren();
       try {
         await onRun(values, { status, results });
       } catch (error) {
         // A result the panel cannot draw should say so, not fail silently.
         status.error(`The result arrived but could not be shown: ${error.message}`);
       }
+      const scored = status.finished && status.finished.prediction;
+      if (question && scored) reveal.replaceChildren(revealView(scored, question));
     },
   });
-  root.append(controls.form, status.element, results);
+  root.append(controls.form, status.element, reveal, results);
   // On the CPU backend, what a GPU shows sits beside the run (labelled, with sources).
   if (experiment && device && device.kind === 'cpu') root.append(referenceAside(experiment));
+  if (experiment) {
+    loadDevice().then((info) => {
+      const spec = experimentSpec(info, experiment);
+      const current = () => ({ ...fixed, ...controls.values() });
+      const labels = () => Object.fromEntries(Object.entries(controls.inputs)
+        .filter(([, input]) => input.tagName === 'SELECT' && input.selectedOptions[0])
+        .map(([name, input]) => [name, input.selectedOptions[0].textContent]));
+      step = predictionStep({ questions: spec && spec.predictions, device, values: current, labels });
+      if (!step) return;
+      const actions = controls.button.parentElement;
+      controls.form.insertBefore(step.element, actions);
+      const skip = el('button', { type: 'button', class: 'exp-button-secondary exp-skip' }, 'Just run it');
+      skip.addEventListener('click', () => {
+        if (controls.button.getAttribute('aria-disabled')) return;
+        skipping = true;
+        controls.form.requestSubmit();
+      });
+      actions.append(skip);
+      // The question names the current parameters: re-ask when they change.
+      for (const input of Object.values(controls.inputs)) input.addEventListener('change', () => step.render());
+    });
+  }
   return { root, status, results, controls };
 }
