@@ -80,12 +80,19 @@ export function specFrame(error, spec) {
  * choice) and returns what was entered; null when the panel asks nothing.
  */
 export async function predict(page, figure) {
+  // The panel's step is attached before the figure is marked ready; every registered
+  // experiment has one (its questions come from /api/device).
   const step = figure.locator('fieldset.exp-predict');
-  try {
-    await step.waitFor({ state: 'visible', timeout: 3_000 });
-  } catch {
+  const name = await figure.getAttribute('data-experiment');
+  const asks = name !== null && await page.evaluate(async (directive) => {
+    const info = await (await fetch('/api/device')).json();
+    return info.experiments.some((e) => e.directive === directive && e.predictions.length > 0);
+  }, name);
+  if (!asks) {
+    assert.equal(await step.count(), 0, 'no prediction step where the experiment asks nothing');
     return null;
   }
+  await step.waitFor({ state: 'visible', timeout: 5_000 });
   const number = step.locator('input.exp-predict-number');
   if (await number.count()) {
     await number.fill('3');

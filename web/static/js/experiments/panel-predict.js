@@ -35,6 +35,7 @@ function inputFor(question, id, hintId, values) {
         return picked ? { value: Number(picked.value), error: null } : { value: null, error: 'Pick your prediction, or press “Just run it”.' };
       },
       focus: () => radios[0].focus(),
+      restore: (value) => { for (const r of radios) r.checked = Number(r.value) === value; },
     };
   }
   if (question.input === 'pow2') {
@@ -69,7 +70,11 @@ function inputFor(question, id, hintId, values) {
     }
   });
   const element = el('div', { class: 'exp-predict-number-row' }, number, question.unit ? el('span', { class: 'exp-predict-unit' }, question.unit) : null, slider);
-  return { element, read: () => parsePrediction(number.value), focus: () => number.focus() };
+  const restore = (value) => {
+    number.value = String(value);
+    slider.value = String(valueToSlider(value, question.min, question.max));
+  };
+  return { element, read: () => parsePrediction(number.value), focus: () => number.focus(), restore };
 }
 
 /**
@@ -98,7 +103,7 @@ export function predictionStep({ questions, device, values, labels }) {
     // The same question with other parameters: new words, the learner's answer kept
     // (a power-of-two list is rebuilt for the new sweep, keeping the choice if it is
     // still offered).
-    const sweep = current.max_size ?? null;
+    const sweep = question.input === 'pow2' ? current.max_size ?? null : null;
     if (shownFor && shownFor.key === question.quantity && shownFor.sweep === sweep) {
       label.replaceChildren(...text);
       return;
