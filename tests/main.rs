@@ -4,6 +4,7 @@
 mod abuse;
 mod bad_input;
 mod class_mode;
+mod class_round;
 mod cli;
 mod cockpit;
 mod config_table;

@@ -10,6 +10,7 @@ pub mod experiment_history;
 pub mod gradebook;
 pub mod predictions;
 pub mod progress;
+pub mod rounds;
 pub mod student_identity;
 
 use std::path::{Path, PathBuf};
@@ -111,6 +112,27 @@ CREATE TABLE predictions (
 );
 CREATE INDEX predictions_by_student ON predictions(student_id);
 CREATE INDEX predictions_by_quantity ON predictions(quantity);
+",
+    // Class rounds: one experiment the whole class predicts, run once and revealed together.
+    r"
+CREATE TABLE rounds (
+    id          INTEGER PRIMARY KEY AUTOINCREMENT,
+    experiment  TEXT NOT NULL,
+    quantity    TEXT NOT NULL,
+    params      TEXT NOT NULL,
+    measured    REAL,
+    backend     TEXT,
+    device      TEXT,
+    opened_at   TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now')),
+    revealed_at TEXT
+);
+CREATE TABLE round_predictions (
+    round_id   INTEGER NOT NULL REFERENCES rounds(id) ON DELETE CASCADE,
+    student_id TEXT NOT NULL,
+    predicted  REAL NOT NULL,
+    created_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now')),
+    PRIMARY KEY (round_id, student_id)
+);
 ",
 ];
 

@@ -180,6 +180,10 @@ pub fn reset(conn: &mut Connection, student: &str) -> Result<(), DbError> {
     tx.execute("DELETE FROM attempts WHERE student_id = ?1", [student])?;
     tx.execute("DELETE FROM predictions WHERE student_id = ?1", [student])?;
     tx.execute(
+        "DELETE FROM round_predictions WHERE student_id = ?1",
+        [student],
+    )?;
+    tx.execute(
         "UPDATE students SET display_name = NULL WHERE id = ?1",
         [student],
     )?;

@@ -118,6 +118,15 @@ pub fn merge(conn: &mut Connection, from: &str, into: &str) -> Result<(), DbErro
         "UPDATE predictions SET student_id = ?2 WHERE student_id = ?1",
         params![from, into],
     )?;
+    // A round both predicted in keeps `into`'s prediction.
+    tx.execute(
+        "UPDATE OR IGNORE round_predictions SET student_id = ?2 WHERE student_id = ?1",
+        params![from, into],
+    )?;
+    tx.execute(
+        "DELETE FROM round_predictions WHERE student_id = ?1",
+        [from],
+    )?;
     tx.execute(
         "UPDATE students SET display_name = COALESCE(display_name,
              (SELECT display_name FROM students WHERE id = ?1)) WHERE id = ?2",

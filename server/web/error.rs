@@ -40,6 +40,9 @@ pub enum AppError {
     /// The server cannot take this now (shutting down, database not writable).
     #[error("{0}")]
     Unavailable(String),
+    /// The request does not fit the current state (a class round already run).
+    #[error("{0}")]
+    Conflict(String),
     /// A limit for this student or address is used up; try again after a while.
     #[error("{message}")]
     TooMany {
@@ -69,6 +72,7 @@ impl AppError {
             Self::Unauthorized(_) => StatusCode::UNAUTHORIZED,
             Self::Forbidden(_) => StatusCode::FORBIDDEN,
             Self::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
+            Self::Conflict(_) => StatusCode::CONFLICT,
             Self::TooMany { .. } => StatusCode::TOO_MANY_REQUESTS,
             Self::Rejected(status, _) => *status,
             Self::Template(_) | Self::Database(_) => StatusCode::INTERNAL_SERVER_ERROR,
@@ -88,6 +92,7 @@ impl AppError {
             Self::Unauthorized(m) => ("Token needed", m.clone()),
             Self::Forbidden(m) => ("Not available", m.clone()),
             Self::Unavailable(m) => ("Try again shortly", m.clone()),
+            Self::Conflict(m) => ("Not now", m.clone()),
             Self::TooMany { message, .. } => ("Slow down a little", message.clone()),
             Self::Rejected(_, m) => ("Request not accepted", m.clone()),
             Self::Template(_) | Self::Database(_) => {

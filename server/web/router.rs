@@ -28,8 +28,8 @@ use super::guard;
 use super::identity::{self, StudentId};
 use super::openapi::{self, ApiDoc, Document};
 use super::routes::{
-    assets, experiments, health, instructor, instructor_cockpit, instructor_exports, learner, me,
-    pages, playground, quiz, resume,
+    assets, class_round, experiments, health, instructor, instructor_cockpit, instructor_exports,
+    learner, me, pages, playground, quiz, resume,
 };
 use super::state::AppState;
 use crate::config::Limits;
@@ -69,7 +69,10 @@ fn api() -> OpenApiRouter<AppState> {
             ),
         );
     }
-    let student = student.routes(routes!(experiments::job));
+    let student = student
+        .routes(routes!(experiments::job))
+        .routes(routes!(class_round::current))
+        .routes(routes!(class_round::predict));
     OpenApiRouter::with_openapi(ApiDoc::openapi())
         .merge(
             student
@@ -138,6 +141,9 @@ pub fn router(state: AppState) -> Router {
             "/instructor/predictions.csv",
             get(instructor_exports::predictions_csv),
         )
+        .route("/instructor/round/open", post(class_round::open))
+        .route("/instructor/round/run", post(class_round::run))
+        .route("/instructor/round/close", post(class_round::close))
         .route("/instructor/live.json", get(instructor_cockpit::live_json))
         .route(
             "/instructor/students/rename",

@@ -67,6 +67,8 @@ pub struct Shared {
     pub resume_guard: Arc<LoginGuard>,
     /// Prometheus metrics.
     pub metrics: Arc<Metrics>,
+    /// The class round the instructor opened, if any.
+    pub round: crate::web::routes::class_round::RoundSlot,
 }
 
 /// Why the server could not start.
@@ -133,6 +135,7 @@ impl AppState {
             db,
             engine,
             instructor_sessions: Arc::default(),
+            round: Arc::default(),
         })))
     }
 }

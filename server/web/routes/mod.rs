@@ -3,6 +3,7 @@
 //! input, calling the course, database or engine layer, and picking what to render.
 
 pub mod assets;
+pub mod class_round;
 pub mod experiments;
 pub mod health;
 pub mod instructor;

@@ -22,7 +22,7 @@ function svg(tag, attrs, ...children) {
 }
 
 /** The input for `question`: {element, read(): {value, error}, focus()}. */
-function inputFor(question, id, hintId, values) {
+export function inputFor(question, id, hintId, values) {
   if (question.input === 'choice') {
     const name = uniqueId('choice');
     const radios = question.choices.map((c) => el('input', { type: 'radio', name, value: String(c.value) }));

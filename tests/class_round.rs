@@ -1,0 +1,199 @@
+//! A class round under load (issue 14): the instructor opens a round, 200 simulated
+//! students on loopback (each its own cookie, all polling as their pages do) predict,
+//! the instructor runs it once, and every student sees the reveal with their own
+//! prediction scored against the one measurement; no request fails and no prediction
+//! is lost (each is in the database, copied into the learners' predictions). A late
+//! prediction is refused with a clear 409. `ROUND_STUDENTS` sets the class size.
+
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use crate::support::{spawn_with, student, test_config};
+
+const TOKEN: &str = "class-round-token-0123456789abcdef";
+
+async fn instructor_post(base: &str, path: &str, form: &[(&str, &str)]) -> reqwest::StatusCode {
+    reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap()
+        .post(format!("{base}{path}"))
+        .bearer_auth(TOKEN)
+        .form(form)
+        .send()
+        .await
+        .unwrap()
+        .status()
+}
+
+async fn round(client: &reqwest::Client, base: &str) -> Value {
+    let response = client
+        .get(format!("{base}/api/round"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200, "polling never fails");
+    response.json::<Value>().await.unwrap()["round"].clone()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn two_hundred_students_predict_and_all_see_the_reveal_together() {
+    let students: usize = std::env::var("ROUND_STUDENTS")
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(200);
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = test_config(dir.path().join("gpulab.db"));
+    config.instructor_token = Some(TOKEN.into());
+    let app = spawn_with(config).await;
+    let base = app.base.clone();
+
+    let nobody = student();
+    assert!(
+        round(&nobody, &base).await.is_null(),
+        "no round until the instructor opens one"
+    );
+    assert_eq!(
+        instructor_post(&base, "/instructor/round/open", &[("experiment", "timing")]).await,
+        303
+    );
+    let opened = round(&nobody, &base).await;
+    assert_eq!(opened["status"], "open");
+    assert_eq!(
+        opened["question"]["quantity"],
+        "timing.underestimate_factor"
+    );
+    let id = opened["id"].as_i64().unwrap();
+
+    // Every student predicts (a different value each), concurrently.
+    let clients: Vec<reqwest::Client> = (0..students).map(|_| student()).collect();
+    let tasks: Vec<_> = clients
+        .iter()
+        .cloned()
+        .enumerate()
+        .map(|(i, client)| {
+            let base = base.clone();
+            tokio::spawn(async move {
+                let client = &client;
+                assert_eq!(round(client, &base).await["status"], "open");
+                let predicted = 1.0 + i as f64 / 10.0;
+                let response = client
+                    .post(format!("{base}/api/round/prediction"))
+                    .json(&json!({"round": id, "predicted": predicted}))
+                    .send()
+                    .await
+                    .unwrap();
+                assert_eq!(
+                    response.status(),
+                    200,
+                    "student {i}: {}",
+                    response.text().await.unwrap()
+                );
+                let body: Value = response.json().await.unwrap();
+                assert_eq!(body["round"]["yours"].as_f64(), Some(predicted));
+                predicted
+            })
+        })
+        .collect();
+    let mut sent = Vec::new();
+    for task in tasks {
+        sent.push(task.await.unwrap());
+    }
+    assert_eq!(
+        round(&nobody, &base).await["predictions"].as_u64(),
+        Some(students as u64)
+    );
+
+    // The instructor runs it once; every student polls (as class-round.js does) until
+    // their page reveals it.
+    let started = Instant::now();
+    assert_eq!(
+        instructor_post(&base, "/instructor/round/run", &[]).await,
+        303
+    );
+    let late = clients[0]
+        .post(format!("{base}/api/round/prediction"))
+        .json(&json!({"round": id, "predicted": 5.0}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(late.status(), 409, "predictions close when the run starts");
+    assert!(
+        late.text()
+            .await
+            .unwrap()
+            .contains("takes no more predictions")
+    );
+    let tasks: Vec<_> = clients
+        .iter()
+        .cloned()
+        .zip(sent.iter().copied())
+        .map(|(client, predicted)| {
+            let base = base.clone();
+            tokio::spawn(async move {
+                let (client, predicted) = (&client, &predicted);
+                let deadline = Instant::now() + Duration::from_secs(120);
+                loop {
+                    let r = round(client, &base).await;
+                    match r["status"].as_str().unwrap() {
+                        "revealed" => {
+                            assert_eq!(r["score"]["predicted"].as_f64(), Some(*predicted));
+                            return r["measured"].as_f64().unwrap();
+                        }
+                        "running" => {}
+                        other => panic!("round went {other}: {r}"),
+                    }
+                    assert!(Instant::now() < deadline, "no reveal within two minutes");
+                    tokio::time::sleep(Duration::from_millis(500)).await;
+                }
+            })
+        })
+        .collect();
+    let mut reveals = Vec::new();
+    for task in tasks {
+        reveals.push(task.await.unwrap());
+    }
+    let measured = reveals[0];
+    assert!(measured > 0.0);
+    assert!(
+        reveals.iter().all(|m| *m == measured),
+        "one measurement for the whole class"
+    );
+    eprintln!(
+        "class round: {students} students predicted, revealed to all {:.1} s after the run started",
+        started.elapsed().as_secs_f64()
+    );
+
+    // Nothing lost: every prediction is in the round and in the learners' predictions.
+    let (in_round, revealed): (i64, i64) = app
+        .state
+        .db
+        .run(move |conn| {
+            Ok((
+                conn.query_row("SELECT COUNT(*) FROM round_predictions WHERE round_id = ?1", [id], |r| r.get(0))?,
+                conn.query_row("SELECT COUNT(*) FROM predictions WHERE quantity = 'timing.underestimate_factor'", [], |r| r.get(0))?,
+            ))
+        })
+        .await
+        .unwrap();
+    assert_eq!((in_round, revealed), (students as i64, students as i64));
+    let page = reqwest::Client::new()
+        .get(format!("{base}/instructor"))
+        .bearer_auth(TOKEN)
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        page.contains("(revealed)"),
+        "the instructor page shows the revealed round"
+    );
+    assert_eq!(
+        page.matches("class=\"strip-dot\"").count(),
+        students,
+        "one dot per prediction"
+    );
+}
