@@ -128,25 +128,40 @@ pub fn load(
     };
     let mut out = Questions::new();
     let mut declared = Vec::new();
-    for experiment in crate::experiments::REGISTRY {
-        for quantity in experiment.quantities() {
+    // Every asker: name, lesson, parameters (for placeholders) and its quantities.
+    let mut askers: Vec<(
+        &str,
+        &str,
+        serde_json::Value,
+        &[crate::experiments::Quantity],
+    )> = crate::experiments::REGISTRY
+        .iter()
+        .map(|e| (e.name(), e.lesson(), e.defaults(), e.quantities()))
+        .collect();
+    for standalone in crate::experiments::prediction::STANDALONE {
+        askers.push((
+            standalone.name,
+            standalone.lesson,
+            serde_json::Value::Null,
+            std::slice::from_ref(&standalone.quantity),
+        ));
+    }
+    for (name, lesson, params, quantities) in askers {
+        for quantity in quantities {
             declared.push(quantity.key);
             let Some(entry) = entries.get(quantity.key) else {
                 problems.push(Problem::new(
                     file,
                     1,
                     format!(
-                        "no question for `{}` ({}): add a [\"{}\"] table",
-                        quantity.key,
-                        experiment.name(),
-                        quantity.key
+                        "no question for `{}` ({name}): add a [\"{}\"] table",
+                        quantity.key, quantity.key
                     ),
                 ));
                 continue;
             };
             let line = line_of(quantity.key);
             let mut fault = |message: String| problems.push(Problem::new(file, line, message));
-            let lesson = experiment.lesson();
             match anchors.iter().find(|(slug, _)| slug == lesson) {
                 Some((_, ids)) if ids.contains(&entry.section) => {}
                 _ => fault(format!(
@@ -154,12 +169,10 @@ pub fn load(
                     entry.section
                 )),
             }
-            let params = experiment.defaults();
-            for name in placeholders(&entry.question) {
-                if params.get(name).is_none() {
+            for field in placeholders(&entry.question) {
+                if params.get(field).is_none() {
                     fault(format!(
-                        "`{{{name}}}` in the question is not a parameter of `{}`",
-                        experiment.name()
+                        "`{{{field}}}` in the question is not a parameter of `{name}`"
                     ));
                 }
             }

@@ -64,6 +64,47 @@ impl Quantity {
     }
 }
 
+/// A panel that is not a queued experiment but still asks a prediction (its question is
+/// in `content/predictions.toml` like the experiments').
+#[derive(Debug, Clone, Copy)]
+pub struct Standalone {
+    /// The name stored with its predictions.
+    pub name: &'static str,
+    /// The slug of its lesson.
+    pub lesson: &'static str,
+    /// Its caption.
+    pub title: &'static str,
+    /// What it asks.
+    pub quantity: Quantity,
+}
+
+/// The allocator playground: before a `del`, how many MiB `reserved` will show after it.
+pub const PLAYGROUND: Standalone = Standalone {
+    name: "playground",
+    lesson: "gpu-memory",
+    title: "Allocator playground",
+    quantity: Quantity {
+        key: "playground.reserved_after_free",
+        unit: "MiB",
+        scale: Scale::Ratio,
+        on: On::Any,
+        when: None,
+    },
+};
+
+/// Every standalone panel that asks a prediction.
+pub const STANDALONE: &[Standalone] = &[PLAYGROUND];
+
+/// The scale of the quantity `key`, wherever it is declared (ratio when unknown).
+pub fn scale_of(key: &str) -> Scale {
+    crate::experiments::REGISTRY
+        .iter()
+        .flat_map(|e| e.quantities())
+        .chain(STANDALONE.iter().map(|s| &s.quantity))
+        .find(|q| q.key == key)
+        .map_or(Scale::Ratio, |q| q.scale)
+}
+
 /// The first of `quantities` asked for these parameters on this backend.
 pub fn pick<'a>(quantities: &'a [Quantity], params: &Value, on_gpu: bool) -> Option<&'a Quantity> {
     quantities.iter().find(|q| q.applies(params, on_gpu))

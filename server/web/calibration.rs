@@ -9,28 +9,22 @@ use serde::Serialize;
 
 use crate::course::predictions::Questions;
 use crate::db::predictions::StoredPrediction;
-use crate::experiments::prediction::{self, Scale, Score};
-
-/// The scale a stored quantity is scored on (a quantity no longer declared: ratio).
-fn scale_of(quantity: &str) -> Scale {
-    crate::experiments::REGISTRY
-        .iter()
-        .flat_map(|e| e.quantities())
-        .find(|q| q.key == quantity)
-        .map_or(Scale::Ratio, |q| q.scale)
-}
+use crate::experiments::prediction::{self, Score};
 
 fn scored(row: &StoredPrediction) -> Score {
     prediction::score(
         row.row.predicted,
         row.row.measured,
-        scale_of(&row.row.quantity),
+        prediction::scale_of(&row.row.quantity),
     )
 }
 
 /// The experiment's caption for a quantity key (`transfer.…` → its title).
 fn title_of(quantity: &str) -> String {
     let name = quantity.split('.').next().unwrap_or(quantity);
+    if let Some(standalone) = prediction::STANDALONE.iter().find(|s| s.name == name) {
+        return standalone.title.to_string();
+    }
     crate::experiments::find(name).map_or_else(|| name.to_string(), |e| e.title().to_string())
 }
 
@@ -135,6 +129,7 @@ pub fn class_views(rows: &[StoredPrediction], questions: &Questions) -> Vec<Clas
         .iter()
         .flat_map(|e| e.quantities())
         .map(|q| q.key)
+        .chain(prediction::STANDALONE.iter().map(|s| s.quantity.key))
         .collect();
     for row in rows {
         if !keys.contains(&row.row.quantity.as_str()) {

@@ -57,6 +57,10 @@ pub struct DeviceInfo {
     pub limits: Value,
     /// Every experiment, with its defaults and bounds.
     pub experiments: Vec<ExperimentInfo>,
+    /// What panels that are not queued experiments ask before acting (the allocator
+    /// playground: before a `del`), by panel name.
+    pub panel_predictions:
+        std::collections::BTreeMap<&'static str, crate::course::predictions::Question>,
 }
 
 /// The device card, the queue's depth, this server's caps and every experiment's
@@ -102,6 +106,13 @@ pub async fn device(State(state): State<AppState>) -> Json<DeviceInfo> {
                     .iter()
                     .filter_map(|q| state.course.predictions.get(q.key).cloned())
                     .collect(),
+            })
+            .collect(),
+        panel_predictions: crate::experiments::prediction::STANDALONE
+            .iter()
+            .filter_map(|s| {
+                let question = state.course.predictions.get(s.quantity.key)?;
+                Some((s.name, question.clone()))
             })
             .collect(),
     })
@@ -223,7 +234,7 @@ pub async fn submit(
 }
 
 /// The `predict` query parameter: absent, or a number the learner predicted.
-fn predict_query(query: Option<&str>) -> Result<Option<f64>, AppError> {
+pub(crate) fn predict_query(query: Option<&str>) -> Result<Option<f64>, AppError> {
     let Some(query) = query else { return Ok(None) };
     let mut prediction = None;
     for (key, value) in form_urlencoded::parse(query.as_bytes()) {

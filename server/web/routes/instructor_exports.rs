@@ -166,11 +166,7 @@ pub async fn predictions_csv(
         .into_iter()
         .map(|stored| {
             let row = stored.row;
-            let scale = crate::experiments::REGISTRY
-                .iter()
-                .flat_map(|e| e.quantities())
-                .find(|q| q.key == row.quantity)
-                .map_or(crate::experiments::prediction::Scale::Ratio, |q| q.scale);
+            let scale = crate::experiments::prediction::scale_of(&row.quantity);
             let score = crate::experiments::prediction::score(row.predicted, row.measured, scale);
             PredictionExport {
                 student: gradebook::pseudonym(&key, &row.student_id),

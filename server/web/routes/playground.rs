@@ -6,7 +6,7 @@ use axum::Json;
 use axum::body::Bytes;
 use std::net::SocketAddr;
 
-use axum::extract::{ConnectInfo, Extension, Path, State};
+use axum::extract::{ConnectInfo, Extension, Path, RawQuery, State};
 use serde::Deserialize;
 
 use crate::playground::pool::Source;
@@ -106,7 +106,10 @@ pub async fn allocate(
 
 /// `del name`: free a tensor (its block returns to the pool's cache).
 #[utoipa::path(delete, path = "/api/playground/tensors/{name}", tag = "playground",
-    params(("name" = String, Path, description = "The tensor's name")),
+    params(
+        ("name" = String, Path, description = "The tensor's name"),
+        ("predict" = Option<f64>, Query, description = "The learner's prediction of `reserved` after the free, in MiB: the answer then carries `measured` and `prediction` (the score), and the prediction is stored"),
+    ),
     responses(
         (status = 200, description = "OK", body = PlaygroundView),
         (status = 404, description = "Not a tensor path", body = ErrorBody),
@@ -116,12 +119,44 @@ pub async fn free(
     State(state): State<AppState>,
     Extension(student): Extension<StudentId>,
     Path(name): Path<String>,
-) -> Result<Json<PlaygroundView>, ApiError> {
+    RawQuery(query): RawQuery,
+) -> Result<Json<serde_json::Value>, ApiError> {
+    let predicted = super::experiments::predict_query(query.as_deref())?;
     let playgrounds = state.engine.playgrounds.clone();
+    let (owner, tensor) = (student.0.clone(), name.clone());
     let (outcome, view) =
-        off_async(move || playgrounds.with(&student.0, None, |pool, _| pool.free(&name))).await;
+        off_async(move || playgrounds.with(&owner, None, |pool, _| pool.free(&tensor))).await;
     outcome.map_err(|e| AppError::Invalid(e.to_string()))?;
-    Ok(Json(view))
+    let mut body = serde_json::to_value(&view).unwrap_or_default();
+    // Predicted before the `del`: scored against what `reserved` shows after it, and
+    // stored before the answer (a 2xx means it is on record).
+    if let (Some(predicted), Some(fields)) = (predicted, body.as_object_mut()) {
+        let quantity = &crate::experiments::prediction::PLAYGROUND.quantity;
+        let measured = view.pool.reserved_bytes as f64 / (1024.0 * 1024.0);
+        let score = crate::experiments::prediction::score(predicted, measured, quantity.scale);
+        let row = crate::db::predictions::PredictionRow {
+            student_id: student.0.clone(),
+            experiment: crate::experiments::prediction::PLAYGROUND.name.into(),
+            quantity: quantity.key.into(),
+            params: serde_json::json!({ "freed": name }).to_string(),
+            predicted,
+            measured,
+            unit: quantity.unit.into(),
+            backend: state.engine.card.kind.to_string(),
+            device: state.engine.card.name.clone(),
+        };
+        state
+            .db
+            .run(move |conn| crate::db::predictions::record(conn, &row))
+            .await
+            .map_err(AppError::from)?;
+        fields.insert(
+            "measured".into(),
+            serde_json::json!({ "quantity": quantity.key, "value": measured, "unit": quantity.unit, "scale": quantity.scale }),
+        );
+        fields.insert("prediction".into(), serde_json::json!(score));
+    }
+    Ok(Json(body))
 }
 
 /// `torch.cuda.empty_cache()`: hand the cached blocks back.

@@ -15,7 +15,7 @@ function bytes(text) {
   return Number(n) * ({ B: 1, KiB: 1024, MiB: MIB, GiB: MIB * 1024 }[unit]);
 }
 
-export default async function check({ figure, assert }) {
+export default async function check({ page, figure, assert }) {
   const status = figure.locator('.exp-status-text');
   const number = async (what) => bytes(await figure.locator('.exp-table tbody tr', { hasText: what }).first().locator('td').innerText());
   await figure.locator('.exp-table').waitFor({ timeout: 60_000 });
@@ -31,8 +31,19 @@ export default async function check({ figure, assert }) {
   assert.equal(await number('Allocated (live tensors)'), 3 * MIB);
   assert.equal(await number('Reserved (pool)'), 3 * MIB);
 
+  // Predict, then measure: reserved after the del (it stays at 3 MiB).
+  await figure.locator('fieldset.exp-predict input.exp-predict-number').fill('3');
   await figure.getByRole('button', { name: 'del weights: free the tensor weights' }).click();
   await status.filter({ hasText: 'del weights' }).waitFor({ timeout: 60_000 });
+  const reveal = figure.locator('section.exp-reveal');
+  await reveal.waitFor({ timeout: 10_000 });
+  assert.match(await reveal.locator('.exp-reveal-sentence').innerText(), /^You predicted 3 MiB; this server measured 3 MiB: spot on/);
+  assert.match(await reveal.locator('.exp-reveal-link a').getAttribute('href'), /^\/lessons\/gpu-memory#/);
+  const stored = await page.evaluate(async () => (await (await fetch('/api/me/progress')).json()).predictions);
+  const last = stored[stored.length - 1];
+  assert.equal(last.quantity, 'playground.reserved_after_free');
+  assert.equal(last.predicted, 3);
+  assert.equal(last.measured, 3);
   assert.equal(await number('Allocated (live tensors)'), 1 * MIB, 'freeing drops allocated');
   assert.equal(await number('Reserved (pool)'), 3 * MIB, 'freeing keeps the block reserved');
 

@@ -7,9 +7,10 @@
 // out-of-memory error is shown as PyTorch would print it.
 
 import {
-  el, showResults, uniqueId, panelShell, statusArea, resultsArea, requestJson, loadDevice, dataTable,
+  el, richText, showResults, uniqueId, panelShell, statusArea, resultsArea, requestJson, loadDevice, dataTable,
 } from './panel.js';
 import { stackedBars } from './panel-bars.js';
+import { inputFor, revealView } from './panel-predict.js';
 import { playgroundBars, oomProbeMib, nextTensorName, describeChange } from '../logic/panel-memory.js';
 import { formatBytes, formatSig } from '../logic/panel-format.js';
 
@@ -56,8 +57,18 @@ export async function mount(figure) {
   const emptyButton = el('button', { type: 'button', class: 'exp-button-secondary' }, 'torch.cuda.empty_cache()');
   const resetButton = el('button', { type: 'button', class: 'exp-button-secondary' }, 'Reset the playground');
   const tensorList = el('ul', { class: 'exp-tensors', 'aria-label': 'Live tensors' });
+  // Predict, then measure: before a `del`, what `reserved` will show after it.
+  const question = info && info.panel_predictions ? info.panel_predictions.playground : null;
+  const predictId = uniqueId('predict');
+  const prediction = question ? inputFor(question, predictId, `${predictId}-hint`, {}) : null;
+  const reveal = el('div', { class: 'exp-reveal-host', 'aria-live': 'polite' });
+  const step = prediction ? el('fieldset', { class: 'exp-predict' },
+    el('legend', { class: 'exp-predict-legend' }, 'Predict first'),
+    el('label', { for: predictId, class: 'exp-predict-question' }, ...richText(question.question)),
+    prediction.element,
+    el('span', { class: 'exp-hint', id: `${predictId}-hint` }, 'Type your prediction, then press a del button below; the reveal shows how far off it was. Leave it empty to just free.')) : null;
   root.append(form, el('div', { class: 'exp-toolbar' }, emptyButton, oomButton, resetButton),
-    status.element, oomBox, el('h3', { class: 'exp-subhead' }, 'Live tensors'), tensorList, results);
+    status.element, oomBox, step, el('h3', { class: 'exp-subhead' }, 'Live tensors'), tensorList, reveal, results);
 
   let view = null;
   let baseline = null;
@@ -76,7 +87,11 @@ export async function mount(figure) {
         // The accessible name starts with the visible text (WCAG 2.5.3, axe's
         // label-content-name-mismatch), so "click del t1" works for voice control.
         const free = el('button', { type: 'button', class: 'exp-button-secondary exp-button-small', 'aria-label': `del ${name}: free the tensor ${name}` }, `del ${name}`);
-        free.addEventListener('click', () => act('free', 'DELETE', `/api/playground/tensors/${encodeURIComponent(name)}`, undefined, name));
+        free.addEventListener('click', () => {
+          const read = prediction ? prediction.read() : { value: null };
+          const query = read.value === null ? '' : `?predict=${encodeURIComponent(read.value)}`;
+          act('free', 'DELETE', `/api/playground/tensors/${encodeURIComponent(name)}${query}`, undefined, name);
+        });
         return el('li', {}, el('code', {}, name), el('span', {}, formatBytes(pool.tensors[name])), free);
       })
       : [el('li', { class: 'exp-hint' }, 'None yet: allocate one above.')]));
@@ -119,6 +134,7 @@ export async function mount(figure) {
       }
       const before = view;
       view = answer.data;
+      reveal.replaceChildren(...(question && view.prediction ? [revealView(view.prediction, question)] : []));
       if (baseline === null) baseline = view.system_used_bytes;
       oomBox.replaceChildren();
       if (before && action !== 'load') status.set(describeChange(action, before, view, name), 'done');
