@@ -54,6 +54,9 @@ pub struct GradedQuestion {
     pub explanation: String,
     /// The lesson section that teaches it, to reread after a miss.
     pub teaches: Option<SectionRef>,
+    /// Whether it counts in the score (a hardware-graded question without a
+    /// measurement yet does not).
+    pub counted: bool,
 }
 
 /// One option of a graded choice question.
@@ -70,28 +73,66 @@ pub struct GradedChoice {
 impl Quiz {
     /// Grades a complete set of answers: `answers[i]` answers `questions[i]`.
     pub fn grade(&self, answers: &[Answer]) -> Graded {
+        self.grade_with(answers, &std::collections::HashMap::new())
+    }
+
+    /// Grades with this server's measurements for its hardware-graded questions
+    /// (`measured[question id]`); such a question without one is marked wrong.
+    pub fn grade_with(
+        &self,
+        answers: &[Answer],
+        measured: &std::collections::HashMap<String, f64>,
+    ) -> Graded {
         let questions: Vec<GradedQuestion> = self
             .questions
             .iter()
             .zip(answers)
             .enumerate()
-            .map(|(i, (q, a))| GradedQuestion {
-                id: q.id.clone(),
-                number: i + 1,
-                kind: q.kind_name(),
-                prompt: q.prompt.clone(),
-                correct: q.is_correct(a),
-                given: Some(a.clone()),
-                given_text: q.answer_text(a),
-                expected: q.expected_text(),
-                expected_list: q.expected_list(),
-                choices: q.choices(a),
-                explanation: q.explanation.clone(),
-                teaches: q.teaches.clone(),
+            .map(|(i, (q, a))| {
+                let (correct, expected) = match (&q.measured, measured.get(&q.id)) {
+                    (Some(key), Some(value)) => {
+                        let given = match a {
+                            Answer::Number(x) => *x,
+                            Answer::Choice(i) => *i as f64,
+                            Answer::Choices(_) => f64::NAN,
+                        };
+                        let text = format!(
+                            "{} {} (measured on this server; answers within {}× of it count)",
+                            display(*value),
+                            q.unit(),
+                            display(key.within)
+                        );
+                        (key.accepts(given, *value), text)
+                    }
+                    (Some(_), None) => (
+                        false,
+                        "not measured on this server yet, so this question did not count: run the experiment in the lesson, then retake the quiz".to_string(),
+                    ),
+                    (None, _) => (q.is_correct(a), q.expected_text()),
+                };
+                GradedQuestion {
+                    counted: q.measured.is_none() || measured.contains_key(&q.id),
+                    id: q.id.clone(),
+                    number: i + 1,
+                    kind: q.kind_name(),
+                    prompt: q.prompt.clone(),
+                    correct,
+                    given: Some(a.clone()),
+                    given_text: q.answer_text(a),
+                    expected_list: if q.measured.is_some() {
+                        vec![expected.clone()]
+                    } else {
+                        q.expected_list()
+                    },
+                    expected,
+                    choices: q.choices(a),
+                    explanation: q.explanation.clone(),
+                    teaches: q.teaches.clone(),
+                }
             })
             .collect();
         let correct = questions.iter().filter(|q| q.correct).count();
-        let total = self.questions.len();
+        let total = questions.iter().filter(|q| q.counted).count();
         Graded {
             correct,
             total,
@@ -158,6 +199,12 @@ impl Question {
 
     /// The right answer, in words, for the results page.
     pub fn expected_text(&self) -> String {
+        if let Some(key) = &self.measured {
+            return format!(
+                "this server's own measurement (answers within {}× of it count)",
+                display(key.within)
+            );
+        }
         match &self.kind {
             QuestionKind::Single { options, correct } => options[*correct].clone(),
             QuestionKind::Multiple { options, correct } => correct

@@ -41,6 +41,32 @@ pub struct Question {
     pub kind: QuestionKind,
     /// The lesson section that teaches it, found when the course is loaded.
     pub teaches: Option<SectionRef>,
+    /// For a hardware-graded question: the measurement its answer is graded against.
+    pub measured: Option<MeasuredKey>,
+}
+
+/// What a hardware-graded question (`kind = "measured"`) is graded against: this
+/// server's own recent measurement of `quantity` with `params` (run when missing). The
+/// answer is right within a factor of `within` of it.
+#[derive(Debug, Clone)]
+pub struct MeasuredKey {
+    /// The registered experiment's name.
+    pub experiment: String,
+    /// The quantity it measures (`timing.underestimate_factor`).
+    pub quantity: String,
+    /// Its parameters (overlaid on the defaults when run).
+    pub params: serde_json::Value,
+    /// Right within this factor (above 1).
+    pub within: f64,
+}
+
+impl MeasuredKey {
+    /// Whether `given` is within the factor of `measured`.
+    pub fn accepts(&self, given: f64, measured: f64) -> bool {
+        given > 0.0
+            && measured > 0.0
+            && given.max(measured) / given.min(measured) <= self.within * (1.0 + 1e-9)
+    }
 }
 
 /// What kind of answer a question takes, with its key.
@@ -213,6 +239,10 @@ struct RawQuestion {
     answer: Option<f64>,
     tolerance: Option<f64>,
     unit: Option<String>,
+    /// `measured` questions: the quantity, the experiment's parameters and the factor.
+    quantity: Option<String>,
+    params: Option<toml::Table>,
+    within: Option<f64>,
 }
 
 #[derive(Deserialize)]
@@ -221,6 +251,49 @@ struct RawOption {
     text: String,
     #[serde(default)]
     correct: bool,
+}
+
+/// Checks a `measured` question's key: a quantity some registered experiment measures
+/// on either backend, parameters that experiment accepts and that ask that quantity,
+/// and a factor above 1.
+fn measured_key(
+    quantity: Option<&str>,
+    params: Option<&toml::Table>,
+    within: Option<f64>,
+) -> Result<MeasuredKey, String> {
+    let quantity = quantity.ok_or("measured questions need a `quantity`")?;
+    let within = within
+        .filter(|w| *w > 1.0 && w.is_finite())
+        .ok_or("measured questions need `within`, a factor above 1")?;
+    let params =
+        serde_json::to_value(params.cloned().unwrap_or_default()).map_err(|e| e.to_string())?;
+    let experiment = crate::experiments::REGISTRY
+        .iter()
+        .find(|e| e.quantities().iter().any(|q| q.key == quantity))
+        .ok_or_else(|| format!("`{quantity}` is not a quantity any experiment measures"))?;
+    // The experiment's defaults, overlaid with what the question sets.
+    let mut merged = experiment.defaults();
+    if let (Some(all), Some(set)) = (merged.as_object_mut(), params.as_object()) {
+        all.extend(set.clone());
+    }
+    let params = merged;
+    let job = experiment
+        .prepare(Some(&params), &crate::config::Limits::default())
+        .map_err(|e| format!("`params` for `{}`: {e}", experiment.name()))?;
+    let declared = experiment.quantities().iter().find(|q| q.key == quantity);
+    if !declared.is_some_and(|q| {
+        q.on == crate::experiments::prediction::On::Any && q.applies(&job.params, false)
+    }) {
+        return Err(format!(
+            "`{quantity}` is not measured on both backends with these `params`"
+        ));
+    }
+    Ok(MeasuredKey {
+        experiment: experiment.name().to_string(),
+        quantity: quantity.to_string(),
+        params,
+        within,
+    })
 }
 
 /// A permutation of `0..n` fixed by `seed` (FNV-1a of the seed, then Fisher–Yates
@@ -303,6 +376,7 @@ pub fn parse(quiz_id: &str, title: &str, file: &str, text: &str) -> Result<Quiz,
         if texts.into_iter().any(|t| t.matches('`').count() % 2 == 1) {
             bad("a backtick is not closed: mark code as `code`".into());
         }
+        let mut measured = None;
         let kind = match q.kind.as_str() {
             "single" => {
                 if options.len() < 2 {
@@ -347,9 +421,27 @@ pub fn parse(quiz_id: &str, title: &str, file: &str, text: &str) -> Result<Quiz,
                     unit,
                 }
             }
+            "measured" => {
+                let unit = q.unit.clone().unwrap_or_default();
+                match measured_key(q.quantity.as_deref(), q.params.as_ref(), q.within) {
+                    Ok(key) => measured = Some(key),
+                    Err(message) => bad(message),
+                }
+                if !options.is_empty() || q.answer.is_some() || q.tolerance.is_some() {
+                    bad("measured questions take no options, `answer` or `tolerance`: this server's measurement is the answer".into());
+                }
+                if unit.trim().is_empty() {
+                    bad("measured questions need a `unit`".into());
+                }
+                QuestionKind::Numeric {
+                    answer: f64::NAN,
+                    tolerance: f64::NAN,
+                    unit,
+                }
+            }
             other => {
                 bad(format!(
-                    "unknown kind `{other}` (use single, multiple or numeric)"
+                    "unknown kind `{other}` (use single, multiple, numeric or measured)"
                 ));
                 continue;
             }
@@ -360,6 +452,7 @@ pub fn parse(quiz_id: &str, title: &str, file: &str, text: &str) -> Result<Quiz,
             explanation,
             kind,
             teaches: None,
+            measured,
         });
     }
     if problems.is_empty() {

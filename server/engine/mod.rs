@@ -57,6 +57,9 @@ pub struct RunReport {
     /// The learner's prediction and the measurement it was scored against, when they
     /// made one and the run measured it.
     pub prediction: Option<PredictionReport>,
+    /// The quantity the run measured and its value (`result.measured`), with or
+    /// without a prediction.
+    pub measured: Option<(String, f64)>,
 }
 
 /// A scored prediction, as a finished run carries it (`result.measured` and
@@ -218,6 +221,15 @@ impl Engine {
                 },
                 prediction: match finished.state {
                     JobState::Done { result } => PredictionReport::from_result(result),
+                    _ => None,
+                },
+                measured: match finished.state {
+                    JobState::Done { result } => result.get("measured").and_then(|m| {
+                        Some((
+                            m.get("quantity")?.as_str()?.to_string(),
+                            m.get("value")?.as_f64()?,
+                        ))
+                    }),
                     _ => None,
                 },
             });

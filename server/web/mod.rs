@@ -25,6 +25,7 @@ pub mod instructor_pages;
 pub mod learner_flow;
 pub mod learner_pages;
 pub mod login_guard;
+pub mod measurements;
 pub mod openapi;
 pub mod page;
 pub mod quiz_pages;

@@ -67,6 +67,8 @@ pub struct Shared {
     pub resume_guard: Arc<LoginGuard>,
     /// Prometheus metrics.
     pub metrics: Arc<Metrics>,
+    /// This server's recent measurements (hardware-graded quiz questions).
+    pub measurements: Arc<crate::web::measurements::Measurements>,
     /// The class round the instructor opened, if any.
     pub round: crate::web::routes::class_round::RoundSlot,
 }
@@ -117,7 +119,8 @@ impl AppState {
                 );
             })
             .ok();
-        record_experiment_history(&engine, &db);
+        let measurements = Arc::new(crate::web::measurements::Measurements::default());
+        record_experiment_history(&engine, &db, &measurements);
         let metrics = Metrics::new(engine.clone());
         Ok(Self(Arc::new(Shared {
             experiment_limiter: Arc::new(StudentLimiter::new(config.limits.experiments_per_minute)),
@@ -136,15 +139,24 @@ impl AppState {
             engine,
             instructor_sessions: Arc::default(),
             round: Arc::default(),
+            measurements,
         })))
     }
 }
 
 /// Every experiment that runs is written to the database's history by the worker that
 /// ran it, before its result is readable.
-fn record_experiment_history(engine: &Engine, db: &Db) {
+fn record_experiment_history(
+    engine: &Engine,
+    db: &Db,
+    measurements: &Arc<crate::web::measurements::Measurements>,
+) {
     let db = db.clone();
+    let measurements = Arc::clone(measurements);
     engine.on_run_finished(move |report| {
+        if let Some((quantity, value)) = &report.measured {
+            measurements.record(quantity, &report.params, *value);
+        }
         let prediction = report.prediction.map(|p| PredictionRow {
             student_id: report.owner.clone(),
             experiment: report.experiment.clone(),

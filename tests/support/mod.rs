@@ -118,8 +118,16 @@ pub fn student_id() -> String {
     gpulab::web::identity::random_token()
 }
 
-/// Spawns the app with `config`, on a fresh port.
+/// Spawns the app with `config`, on a fresh port, with [`quiz::MEASURED_SEED`] as its
+/// measurement for every hardware-graded question.
 pub async fn spawn_with(config: Config) -> TestApp {
+    let app = spawn_unmeasured(config).await;
+    quiz::seed_measurements(&app.state);
+    app
+}
+
+/// Spawns the app with `config` and no measurements yet.
+pub async fn spawn_unmeasured(config: Config) -> TestApp {
     let state = AppState::new(config.clone()).expect("course content loads");
     let listener = tokio::net::TcpListener::bind(config.addr).await.unwrap();
     let base = format!("http://{}", listener.local_addr().unwrap());

@@ -49,8 +49,11 @@ async function readKey(page) {
     const keys = [...fs.querySelectorAll('label.option.key input')].map((i) => i.value);
     const feedback = fs.querySelector('.feedback')?.textContent ?? '';
     const typed = fs.querySelector('input[type=text]')?.value ?? '';
-    const wrong = /Correct answer: (.+?)(?: \(±|$)/.exec(feedback);
-    return { kind: fs.dataset.kind, keys, number: wrong ? wrong[1].trim() : typed };
+    // A hardware-graded question shows this server's measurement as its key; one not
+    // measured yet shows a sentence instead, and any number will do on the retake.
+    const wrong = /Correct answer: (.+?)(?: \((?:±|measured)|$)/.exec(feedback);
+    const number = wrong ? wrong[1].trim() : typed;
+    return { kind: fs.dataset.kind, keys, number: /^[\d.,]+/.test(number) ? number : '1' };
   }));
 }
 

@@ -13,6 +13,7 @@ import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
 import { axeOn, inContext, open, shoot } from './flow.mjs';
 import { startServer } from './server.mjs';
+import { roundChecks } from './instructor-round.mjs';
 import { CheckFailure, withTimeout } from './util.mjs';
 
 const TOKEN = 'e2e-instructor-token-0123456789abcdef-0123456789';
@@ -182,6 +183,7 @@ export async function checkInstructor(ctx) {
     });
     await gradebookChecks(ictx);
     await resumeChecks(ictx);
+    await roundChecks(ictx, signIn);
   } finally {
     await server.stop();
   }
