@@ -20,6 +20,8 @@ pub mod matmul;
 pub mod params;
 pub mod precision;
 pub mod prediction;
+#[cfg(test)]
+mod prediction_gpu_tests;
 pub mod selftest;
 pub mod streams;
 pub mod timing;
