@@ -34,9 +34,9 @@ pub struct Layout {
     pub site_title: String,
     /// Stylesheet URLs, in order.
     pub stylesheets: Vec<String>,
-    /// The class-round script (shows the instructor's round on every page), when served
-    /// from state.
-    pub round_script: Option<String>,
+    /// Whether pages carry the class-round slot (filled by `class-round.js`, which the
+    /// home, lesson and quiz scripts import).
+    pub class_round: bool,
 }
 
 impl Layout {
@@ -45,7 +45,7 @@ impl Layout {
         Self {
             site_title: site_title.to_string(),
             stylesheets: STYLESHEETS.iter().map(|path| assets.url(path)).collect(),
-            round_script: Some(assets.url("js/class-round.js")),
+            class_round: true,
         }
     }
 
@@ -57,7 +57,7 @@ impl Layout {
                 .iter()
                 .map(|path| format!("/static/{path}"))
                 .collect(),
-            round_script: None,
+            class_round: false,
         }
     }
 }

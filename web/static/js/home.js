@@ -3,6 +3,8 @@
 // ahead without taking the quizzes), the link leads there instead. Without JavaScript,
 // or with storage switched off, the server's suggestion stands.
 
+// The instructor's class round, shown at the top of the page while one is open.
+import './class-round.js';
 import { lastLesson } from './reading-place.js';
 
 const box = document.querySelector('section.continue');

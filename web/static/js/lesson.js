@@ -7,6 +7,8 @@
 // note under tables that scroll sideways, and this browser's memory of the last lesson
 // opened (the home page's "Continue where you left off" prefers it).
 
+// The instructor's class round, shown at the top of the page while one is open.
+import './class-round.js';
 import { addCopyButtons } from './code-copy.js';
 import { rememberLesson } from './reading-place.js';
 import { watchAllScrollers } from './scroll-hint.js';

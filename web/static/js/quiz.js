@@ -7,6 +7,8 @@
 // missed questions linking to the section that teaches each. The server grades either
 // way, and reads numbers as typed ("1,048,576", "14.9 GiB").
 
+// The instructor's class round, shown at the top of the page while one is open.
+import './class-round.js';
 import { el, reducedMotion, richText } from './dom.js';
 import {
   collectAnswers, missedQuestions, questionCount, unansweredMessage, verdictText,
