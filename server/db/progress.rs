@@ -108,7 +108,9 @@ pub fn record_attempt(
         let mut insert = tx.prepare(
             "INSERT INTO answers (attempt_id, question_id, given, correct) VALUES (?1, ?2, ?3, ?4)",
         )?;
-        for q in &graded.questions {
+        // A question that did not count (hardware-graded, not measured yet) was not
+        // graded: the attempt holds one answer per counted question.
+        for q in graded.questions.iter().filter(|q| q.counted) {
             let given = serde_json::to_string(&q.given).unwrap_or_else(|_| "null".into());
             insert.execute(params![attempt, q.id, given, q.correct])?;
         }

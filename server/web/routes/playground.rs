@@ -112,8 +112,9 @@ pub async fn allocate(
     ),
     responses(
         (status = 200, description = "OK", body = PlaygroundView),
+        (status = 400, description = "A query parameter other than `predict`", body = ErrorBody),
         (status = 404, description = "Not a tensor path", body = ErrorBody),
-        (status = 422, description = "No tensor of that name", body = ErrorBody),
+        (status = 422, description = "No tensor of that name, or `predict` not a number from 0 to 1e12", body = ErrorBody),
     ))]
 pub async fn free(
     State(state): State<AppState>,
