@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
+use crate::support::client::instructor_page;
 use crate::support::{spawn_with, student, test_config};
 
 const TOKEN: &str = "class-round-token-0123456789abcdef";
@@ -178,15 +179,7 @@ async fn two_hundred_students_predict_and_all_see_the_reveal_together() {
         .await
         .unwrap();
     assert_eq!((in_round, revealed), (students as i64, students as i64));
-    let page = reqwest::Client::new()
-        .get(format!("{base}/instructor"))
-        .bearer_auth(TOKEN)
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let page = instructor_page(&app, TOKEN, "/instructor").await;
     assert!(
         page.contains("(revealed)"),
         "the instructor page shows the revealed round"

@@ -6,20 +6,11 @@
 
 use serde_json::{Value, json};
 
-use crate::support::client::instructor_csv;
-use crate::support::jobs::{post, wait_for};
+use crate::support::client::{self, instructor_csv, instructor_page};
+use crate::support::jobs::{post, run};
 use crate::support::{spawn_with, test_config};
 
 const TOKEN: &str = "predictions-test-token-0123456789";
-
-async fn predict_and_run(app: &crate::support::TestApp, path: &str, body: Value) -> Value {
-    let response = post(app, path, body).await;
-    assert_eq!(response.status(), reqwest::StatusCode::ACCEPTED);
-    let queued: Value = response.json().await.unwrap();
-    let job = wait_for(app, queued["job_id"].as_u64().unwrap()).await;
-    assert_eq!(job["status"], "done", "{job}");
-    job["result"].clone()
-}
 
 #[tokio::test]
 async fn a_prediction_is_scored_stored_and_shown_to_learner_and_instructor() {
@@ -29,7 +20,7 @@ async fn a_prediction_is_scored_stored_and_shown_to_learner_and_instructor() {
     let app = spawn_with(config).await;
 
     // Timing on the CPU backend: the quantity asked on either backend.
-    let result = predict_and_run(&app, "/api/experiments/timing?predict=2", json!({})).await;
+    let result = run(&app, "/api/experiments/timing?predict=2", json!({})).await;
     let measured = &result["measured"];
     assert_eq!(
         measured["quantity"], "timing.underestimate_factor",
@@ -49,22 +40,14 @@ async fn a_prediction_is_scored_stored_and_shown_to_learner_and_instructor() {
     assert_eq!(score["direction"], if value > 2.0 { "low" } else { "high" });
 
     // A run without a prediction measures but scores nothing.
-    let plain = predict_and_run(&app, "/api/experiments/timing", json!({})).await;
+    let plain = run(&app, "/api/experiments/timing", json!({})).await;
     assert!(
         plain["measured"].is_object() && plain["prediction"].is_null(),
         "{plain}"
     );
 
     // Stored before the result was readable: the export has it, with the device.
-    let export: Value = app
-        .client
-        .get(format!("{}/api/me/progress", app.base))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let export = client::json(&app.client, &format!("{}/api/me/progress", app.base)).await;
     let stored = export["predictions"].as_array().unwrap();
     assert_eq!(stored.len(), 1, "{export}");
     assert_eq!(stored[0]["predicted"], 2.0);
@@ -73,15 +56,7 @@ async fn a_prediction_is_scored_stored_and_shown_to_learner_and_instructor() {
     assert!(!stored[0]["device"].as_str().unwrap().is_empty());
 
     // The home page shows the calibration with a link to the lesson's explanation.
-    let home = app
-        .client
-        .get(format!("{}/", app.base))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let home = client::text(&app.client, &format!("{}/", app.base)).await;
     assert!(home.contains("1 made"), "calibration on the home page");
     let within = (factor <= 2.0) as usize;
     assert!(
@@ -91,15 +66,7 @@ async fn a_prediction_is_scored_stored_and_shown_to_learner_and_instructor() {
     );
 
     // The instructor: a strip per question and the CSV, by pseudonym.
-    let page = reqwest::Client::new()
-        .get(format!("{}/instructor", app.base))
-        .bearer_auth(TOKEN)
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let page = instructor_page(&app, TOKEN, "/instructor").await;
     assert!(page.contains("id=\"predictions\""));
     assert!(
         page.contains("class=\"strip-dot\""),
@@ -128,15 +95,7 @@ async fn a_prediction_is_scored_stored_and_shown_to_learner_and_instructor() {
 #[tokio::test]
 async fn each_experiment_measures_its_question_on_the_cpu_backend() {
     let app = crate::support::spawn().await;
-    let device: Value = app
-        .client
-        .get(format!("{}/api/device", app.base))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let device = client::json(&app.client, &format!("{}/api/device", app.base)).await;
     for experiment in device["experiments"].as_array().unwrap() {
         let questions = experiment["predictions"].as_array().unwrap();
         assert!(
@@ -172,7 +131,7 @@ async fn each_experiment_measures_its_question_on_the_cpu_backend() {
             "break-it.fails",
         ),
     ] {
-        let result = predict_and_run(&app, path, body).await;
+        let result = run(&app, path, body).await;
         assert_eq!(result["measured"]["quantity"], quantity, "{path}: {result}");
         assert!(result["measured"]["value"].as_f64().unwrap().is_finite());
         assert!(

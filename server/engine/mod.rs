@@ -257,6 +257,23 @@ impl Engine {
         self.queue.usage()
     }
 
+    /// Waits (polling every 100 ms) until job `id` has finished, or `deadline` passed;
+    /// the final state, or what it was at the deadline (`None`: no such job).
+    pub async fn finished(
+        &self,
+        id: u64,
+        deadline: Option<std::time::Instant>,
+    ) -> Option<JobState> {
+        loop {
+            let state = self.job(id, None)?;
+            let waiting = matches!(state, JobState::Queued { .. } | JobState::Running);
+            if !waiting || deadline.is_some_and(|d| std::time::Instant::now() >= d) {
+                return Some(state);
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+
     /// Stops taking experiments and fails the waiting ones (shutdown).
     pub fn close(&self) {
         self.queue.close(

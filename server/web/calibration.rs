@@ -114,15 +114,6 @@ pub struct ClassView {
     pub wrong_direction: Option<String>,
 }
 
-fn median(values: &mut [f64]) -> f64 {
-    values.sort_by(f64::total_cmp);
-    match values.len() {
-        0 => 0.0,
-        n if n % 2 == 1 => values[n / 2],
-        n => (values[n / 2 - 1] + values[n / 2]) / 2.0,
-    }
-}
-
 /// One [`ClassView`] per quantity the class predicted, in the registry's order.
 pub fn class_views(rows: &[StoredPrediction], questions: &Questions) -> Vec<ClassView> {
     let mut keys: Vec<&str> = crate::experiments::REGISTRY
@@ -152,7 +143,7 @@ pub fn class_views(rows: &[StoredPrediction], questions: &Questions) -> Vec<Clas
             } else {
                 ("less", wrong.len() - high)
             };
-            let mut measured: Vec<f64> = mine.iter().map(|r| r.row.measured).collect();
+            let measured: Vec<f64> = mine.iter().map(|r| r.row.measured).collect();
             let question = questions.get(key);
             Some(ClassView {
                 quantity: key.to_string(),
@@ -161,7 +152,7 @@ pub fn class_views(rows: &[StoredPrediction], questions: &Questions) -> Vec<Clas
                 unit: mine[0].row.unit.clone(),
                 count,
                 predicted: mine.iter().map(|r| r.row.predicted).collect(),
-                measured_median: median(&mut measured),
+                measured_median: crate::measure::summarize(&measured).map_or(0.0, |s| s.median),
                 within_2x_percent: share(&scores),
                 wrong_direction: (n > 0).then(|| {
                     format!(

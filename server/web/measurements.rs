@@ -12,7 +12,6 @@ use std::time::{Duration, Instant};
 
 use crate::config::Limits;
 use crate::course::quiz::MeasuredKey;
-use crate::engine::queue::JobState;
 use crate::web::state::AppState;
 
 /// How old a measurement may be and still grade an answer without a new run.
@@ -93,14 +92,7 @@ async fn refresh(state: AppState, key: MeasuredKey) {
         return;
     };
     let deadline = Instant::now() + Duration::from_secs(state.engine.limits.job_timeout_secs + 10);
-    while Instant::now() < deadline {
-        match state.engine.job(id, None) {
-            Some(JobState::Queued { .. } | JobState::Running) => {
-                tokio::time::sleep(Duration::from_millis(100)).await;
-            }
-            _ => return,
-        }
-    }
+    state.engine.finished(id, Some(deadline)).await;
 }
 
 /// This server's value for `key`: a fresh one; else the latest of any age (and a new

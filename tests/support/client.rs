@@ -53,8 +53,13 @@ pub async fn send_json(request: reqwest::RequestBuilder) -> Value {
 
 /// `/instructor/{name}` (a CSV export) fetched with `token` as a bearer token.
 pub async fn instructor_csv(app: &TestApp, token: &str, name: &str) -> String {
+    instructor_page(app, token, &format!("/instructor/{name}")).await
+}
+
+/// An instructor `path` fetched with `token` as a bearer token, the body as text.
+pub async fn instructor_page(app: &TestApp, token: &str, path: &str) -> String {
     reqwest::Client::new()
-        .get(format!("{}/instructor/{name}", app.base))
+        .get(format!("{}{path}", app.base))
         .bearer_auth(token)
         .send()
         .await

@@ -8,7 +8,6 @@
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 use axum::Json;
 use axum::body::Bytes;
@@ -49,11 +48,17 @@ pub struct Round {
     title: &'static str,
     params: Value,
     question: Question,
-    scale: prediction::Scale,
     status: Status,
     measured: Option<f64>,
     error: Option<String>,
     predictions: HashMap<String, f64>,
+}
+
+impl Round {
+    /// How its quantity is scored.
+    fn scale(&self) -> prediction::Scale {
+        prediction::scale_of(&self.question.quantity)
+    }
 }
 
 /// The shared slot for the round.
@@ -123,7 +128,7 @@ pub async fn current(
                 yours,
                 measured: r.measured,
                 score: match (yours, r.measured) {
-                    (Some(p), Some(m)) => Some(prediction::score(p, m, r.scale)),
+                    (Some(p), Some(m)) => Some(prediction::score(p, m, r.scale())),
                     _ => None,
                 },
                 error: r.error.clone(),
@@ -207,15 +212,9 @@ pub async fn open(
         .ok_or_else(|| AppError::Invalid(format!("no experiment called `{name}`")))?;
     let params = experiment.defaults();
     let on_gpu = state.engine.card.kind == "cuda";
-    let question = prediction::pick(experiment.quantities(), &params, on_gpu).and_then(|q| {
-        state
-            .course
-            .predictions
-            .get(q.key)
-            .cloned()
-            .map(|question| (q.scale, question))
-    });
-    let Some((scale, question)) = question else {
+    let question = prediction::pick(experiment.quantities(), &params, on_gpu)
+        .and_then(|q| state.course.predictions.get(q.key).cloned());
+    let Some(question) = question else {
         return Err(AppError::Invalid(format!(
             "`{name}` asks no question on this server"
         )));
@@ -231,7 +230,6 @@ pub async fn open(
         title: experiment.title(),
         params,
         question,
-        scale,
         status: Status::Open,
         measured: None,
         error: None,
@@ -288,13 +286,10 @@ pub async fn run(State(state): State<AppState>, caller: Caller) -> Result<Redire
 
 /// Waits for job `job` of round `round`, then stores and reveals its measurement.
 async fn reveal_when_done(state: AppState, round: i64, job: u64) {
-    let result = loop {
-        match state.engine.job(job, None) {
-            Some(JobState::Done { result }) => break Ok(result),
-            Some(JobState::Failed { error }) => break Err(error),
-            None => break Err("the job was lost".to_string()),
-            Some(_) => tokio::time::sleep(Duration::from_millis(200)).await,
-        }
+    let result = match state.engine.finished(job, None).await {
+        Some(JobState::Done { result }) => Ok(result),
+        Some(JobState::Failed { error }) => Err(error),
+        _ => Err("the job was lost".to_string()),
     };
     let outcome = match result {
         Ok(result) => {
@@ -371,7 +366,7 @@ pub fn instructor_view(slot: &RoundSlot) -> Option<InstructorRound> {
         let scores: Vec<Score> = r
             .predictions
             .values()
-            .map(|p| prediction::score(*p, m, r.scale))
+            .map(|p| prediction::score(*p, m, r.scale()))
             .collect();
         let hits = scores.iter().filter(|s| s.within_2x).count();
         (hits * 100).checked_div(scores.len()).unwrap_or(0) as u32
