@@ -67,6 +67,31 @@ async fn two_hundred_students_predict_and_all_see_the_reveal_together() {
     );
     let id = opened["id"].as_i64().unwrap();
 
+    // Without the page's cookie a prediction is refused like every other write, and a
+    // malformed body gets a 400; neither is counted.
+    let bare = crate::support::new_browser()
+        .post(format!("{base}/api/round/prediction"))
+        .json(&json!({"round": id, "predicted": 3.0}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(bare.status(), 403);
+    let malformed = nobody
+        .post(format!("{base}/api/round/prediction"))
+        .header("content-type", "application/json")
+        .body("{\"round\": \"x\"}")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(malformed.status(), 400);
+    let refused: Value = malformed.json().await.unwrap();
+    let message = refused["error"]["message"].as_str().unwrap();
+    assert!(
+        message.contains("expected {\"round\": id, \"predicted\": number}"),
+        "{message}"
+    );
+    assert_eq!(round(&nobody, &base).await["predictions"], 0);
+
     // Every student predicts (a different value each), concurrently.
     let clients: Vec<reqwest::Client> = (0..students).map(|_| student()).collect();
     let tasks: Vec<_> = clients
