@@ -116,8 +116,8 @@ struct Doc {
     place: String,
     href: String,
     text: String,
-    title_terms: HashMap<String, u32>,
-    body_terms: HashMap<String, u32>,
+    title_terms: Terms,
+    body_terms: Terms,
     len: usize,
     /// Set for lesson sections that teach (not recaps, practice or sources).
     teaches: Option<SectionRef>,
@@ -176,12 +176,19 @@ fn is_word_char(c: char) -> bool {
     c.is_alphanumeric() || c == '_'
 }
 
-fn counts(text: &str) -> HashMap<String, u32> {
-    let mut map = HashMap::new();
+/// A document's words with their counts, sorted, so the words a prefix matches are one
+/// run found by binary search (linking every quiz question to its section at start-up
+/// looks up thousands of terms).
+type Terms = Vec<(String, u32)>;
+
+fn counts(text: &str) -> Terms {
+    let mut map: HashMap<String, u32> = HashMap::new();
     for (_, _, w) in words(text) {
         *map.entry(w).or_insert(0) += 1;
     }
-    map
+    let mut terms: Terms = map.into_iter().collect();
+    terms.sort_unstable();
+    terms
 }
 
 /// The query's words, stop words dropped (unless nothing else is left).
@@ -211,9 +218,12 @@ fn matches(term: &str, word: &str) -> Option<f64> {
     }
 }
 
-fn frequency(terms: &HashMap<String, u32>, term: &str) -> f64 {
-    terms
+fn frequency(terms: &Terms, term: &str) -> f64 {
+    // Every word `matches` accepts starts with `term`: they sort together from here.
+    let start = terms.partition_point(|(w, _)| w.as_str() < term);
+    terms[start..]
         .iter()
+        .take_while(|(w, _)| w.starts_with(term))
         .filter_map(|(w, n)| matches(term, w).map(|weight| weight * f64::from(*n)))
         .sum()
 }
@@ -379,7 +389,7 @@ impl Doc {
     ) -> Self {
         let body_terms = counts(&text);
         Self {
-            len: body_terms.values().map(|n| *n as usize).sum(),
+            len: body_terms.iter().map(|(_, n)| *n as usize).sum(),
             title_terms: counts(&title),
             body_terms,
             kind,
