@@ -22,14 +22,16 @@ pub struct Config {
     /// (useful while editing lessons; restart to pick up changes).
     #[arg(long = "content", env = "GPULAB_CONTENT", value_name = "DIR")]
     pub content_dir: Option<PathBuf>,
-    /// SQLite database file for students and quiz attempts (created if missing).
+    /// Where students, attempts and predictions are kept: a SQLite file (created if
+    /// missing; the default), or a `postgres://user:password@host/db` URL shared by
+    /// several web nodes and GPU workers.
     #[arg(
         long,
         env = "GPULAB_DATABASE",
         default_value = "gpulab.db",
-        value_name = "FILE"
+        value_name = "FILE|URL"
     )]
-    pub database: PathBuf,
+    pub database: crate::db::Location,
     /// Token that unlocks the class gradebook at /instructor. Without it the gradebook
     /// is switched off. Prefer the environment variable: flags show up in `ps`.
     #[arg(
@@ -39,6 +41,11 @@ pub struct Config {
         value_name = "TOKEN"
     )]
     pub instructor_token: Option<String>,
+    /// `all` serves pages and runs experiments in this process (the default); `web`
+    /// serves pages and queues experiments in the PostgreSQL `--database`, where
+    /// `gpulab worker` processes run them (several web nodes, one worker per GPU).
+    #[arg(long, env = "GPULAB_ROLE", value_enum, default_value_t = Role::All)]
+    pub role: Role,
     /// Caps that protect the shared GPU and the server.
     #[command(flatten)]
     pub limits: Limits,
@@ -58,11 +65,21 @@ impl Default for Config {
         Self {
             addr: Self::DEFAULT_ADDR,
             content_dir: None,
-            database: PathBuf::from("gpulab.db"),
+            database: crate::db::Location::Sqlite(PathBuf::from("gpulab.db")),
             instructor_token: None,
+            role: Role::All,
             limits: Limits::default(),
         }
     }
+}
+
+/// What a `serve` process does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Role {
+    /// Pages, quizzes and the experiment workers, in one process.
+    All,
+    /// Pages, quizzes and the API; experiments go to the class queue in PostgreSQL.
+    Web,
 }
 
 /// Every cap: queue, time limits, experiment sizes, playground memory, rates.

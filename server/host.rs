@@ -6,7 +6,7 @@
 use serde::Serialize;
 
 /// The machine's CPU, always reported.
-#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize, utoipa::ToSchema)]
 pub struct CpuInfo {
     /// Model name from `/proc/cpuinfo` (or the architecture when unknown).
     pub model: String,

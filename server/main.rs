@@ -4,6 +4,7 @@
 //! the experiment registry. `serve` is the default.
 
 mod bench_cli;
+mod cluster_cli;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -65,6 +66,12 @@ enum Command {
     Bench(bench_cli::BenchCommand),
     /// Print the OpenAPI document a server with the default caps serves.
     Openapi,
+    /// Serve the class-wide experiment queue in PostgreSQL on one GPU (or the CPU), for
+    /// web nodes started with `serve --role web`. Run one per GPU.
+    Worker(cluster_cli::WorkerArgs),
+    /// Database tools: `copy` moves a SQLite gradebook into PostgreSQL.
+    #[command(subcommand)]
+    Db(cluster_cli::DbCommand),
     /// Reference GPU results shown beside CPU runs (content/reference-runs/).
     #[command(subcommand)]
     Reference(ReferenceCommand),
@@ -119,6 +126,12 @@ fn main() -> ExitCode {
             }
         }
         Some(Command::Bench(command)) => command.run(),
+        Some(Command::Worker(args)) => {
+            gpulab::gpu::select_device(args.gpu());
+            init_logging();
+            report(args.run())
+        }
+        Some(Command::Db(command)) => report(command.run()),
         Some(Command::Reference(ReferenceCommand::Import { file, content })) => {
             match import_reference(&file, &content) {
                 Ok(path) => {
@@ -227,7 +240,7 @@ fn check(args: CheckArgs) -> ExitCode {
     }
 }
 
-fn run_server(config: Config) -> ExitCode {
+fn init_logging() {
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
         .with_env_filter(
@@ -235,7 +248,16 @@ fn run_server(config: Config) -> ExitCode {
                 .unwrap_or_else(|_| EnvFilter::new("info,tower_http=info")),
         )
         .init();
-    match serve_until_signal(config) {
+}
+
+fn run_server(config: Config) -> ExitCode {
+    init_logging();
+    report(serve_until_signal(config))
+}
+
+/// Exit status for a command's outcome, with its error on standard error.
+fn report(outcome: anyhow::Result<()>) -> ExitCode {
+    match outcome {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             tracing::error!("{e:#}");
@@ -255,7 +277,7 @@ async fn serve_until_signal(config: Config) -> anyhow::Result<()> {
         "GPU Lab serving {} lessons on http://{} (database {}, instructor gradebook {})",
         state.course.lessons.len(),
         listener.local_addr()?,
-        state.db.path().display(),
+        state.db.location(),
         if config
             .instructor_token
             .as_deref()
@@ -297,7 +319,7 @@ async fn drain_experiments(state: &AppState, timeout: Duration) {
     }
 }
 
-async fn shutdown_signal() {
+pub(crate) async fn shutdown_signal() {
     let ctrl_c = async {
         if let Err(e) = tokio::signal::ctrl_c().await {
             tracing::warn!("cannot listen for Ctrl-C: {e}");

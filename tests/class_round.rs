@@ -195,10 +195,10 @@ async fn two_hundred_students_predict_and_all_see_the_reveal_together() {
     let (in_round, revealed): (i64, i64) = app
         .state
         .db
-        .run(move |conn| {
+        .run(move |tx| {
             Ok((
-                conn.query_row("SELECT COUNT(*) FROM round_predictions WHERE round_id = ?1", [id], |r| r.get(0))?,
-                conn.query_row("SELECT COUNT(*) FROM predictions WHERE quantity = 'timing.underestimate_factor'", [], |r| r.get(0))?,
+                tx.query_row("SELECT COUNT(*) FROM round_predictions WHERE round_id = ?1", gpulab::params![id])?.get(0)?,
+                tx.query_row("SELECT COUNT(*) FROM predictions WHERE quantity = 'timing.underestimate_factor'", gpulab::params![])?.get(0)?,
             ))
         })
         .await

@@ -1,14 +1,31 @@
 #!/usr/bin/env bash
 # The whole test suite, from a fresh clone: set-up, formatting, lints, then every test:
-# Rust tests, the JavaScript unit tests (tests/js), the end-to-end tests in headless
-# Chromium (tests/e2e, screenshots in target/e2e-artifacts/screenshots/), the API fuzz,
-# crash and load tests (tests/fuzz, tests/crash, tests/load), the Dockerfile lint, and the
-# GPU chain (tests/gpu) checked end to end on the CPU.
+# Rust tests (against a throwaway PostgreSQL server, tests/pg), the JavaScript unit tests
+# (tests/js), the end-to-end tests in headless Chromium (tests/e2e, screenshots in
+# target/e2e-artifacts/screenshots/), the API fuzz, crash and load tests (tests/fuzz,
+# tests/crash, tests/load), the Dockerfile lint, and the GPU chain (tests/gpu) checked end
+# to end on the CPU.
 # This is the test command named in README.md; CI runs it through .ci/run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 bash tests/setup.sh
+# One throwaway PostgreSQL server for the whole run (tests/pg/cluster.sh: loopback only,
+# a free port, removed on exit); the Rust tests create a database of their own in it per
+# test, and GPULAB_REQUIRE_POSTGRES=1 makes them fail, not skip, without it.
+PG_DIR=$(mktemp -d "${TMPDIR:-/tmp}/gpulab-pg.XXXXXX")
+stop_postgres() {
+  # Keep the script's own exit status (under set -e a failing command in an EXIT trap
+  # would replace it).
+  local status=$?
+  bash tests/pg/cluster.sh stop "$PG_DIR" || true
+  exit "$status"
+}
+trap stop_postgres EXIT
+GPULAB_TEST_POSTGRES=$(bash tests/pg/cluster.sh start "$PG_DIR")
+export GPULAB_TEST_POSTGRES
+export GPULAB_REQUIRE_POSTGRES=1
+echo "== PostgreSQL for the tests: $GPULAB_TEST_POSTGRES"
 # The CUDA 12 wheels installed by setup.sh (NVRTC, cuBLAS) on the loader's path, as
 # in the Docker image; tests/cuda_libraries.rs also runs with each set on its own.
 CUDA12_DIR="$(pwd)/target/cuda-wheels/nvidia"

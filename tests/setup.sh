@@ -2,7 +2,8 @@
 # Installs what the test suite needs on a fresh Debian machine, and nothing when it is
 # already there (safe to run every time). Called by tests/run.sh and .ci/run.
 # Besides the Rust toolchain and NVRTC, the end-to-end tests (tests/e2e) need Debian's
-# Chromium, Node.js >= 20 (playwright-core's minimum) and the pinned npm packages.
+# Chromium, Node.js >= 20 (playwright-core's minimum) and the pinned npm packages; the
+# Rust tests need Debian's PostgreSQL server (tests/pg/cluster.sh starts a private one).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -21,6 +22,11 @@ if ! command -v python3 >/dev/null; then
   need_apt+=(python3 python3-venv)
 elif ! python3 -c 'import ensurepip, venv' 2>/dev/null; then
   need_apt+=(python3-venv)
+fi
+# PostgreSQL's server for the throwaway cluster the Rust tests use (tests/pg/cluster.sh).
+# Debian keeps initdb in /usr/lib/postgresql/VERSION/bin, off PATH.
+if ! compgen -G '/usr/lib/postgresql/*/bin/initdb' >/dev/null && ! command -v initdb >/dev/null; then
+  need_apt+=(postgresql)
 fi
 if ! command -v node >/dev/null; then
   need_apt+=(nodejs npm)

@@ -3,10 +3,9 @@
 //! attempt (a student who tried five times and missed a question five times is one
 //! student who missed it).
 
-use rusqlite::Connection;
 use serde::Serialize;
 
-use super::DbError;
+use super::{DbError, Tx};
 
 /// A student with at least one attempt.
 #[derive(Debug, Clone, Serialize)]
@@ -36,29 +35,37 @@ pub struct MissedByStudents {
     pub last_missed_at: String,
 }
 
-/// Every student with at least one attempt, with their last activity.
-pub fn members(conn: &Connection) -> Result<Vec<ClassMember>, DbError> {
-    let mut stmt = conn.prepare(
-        "SELECT s.id, s.display_name,
-                MAX((SELECT MAX(submitted_at) FROM attempts WHERE student_id = s.id),
-                    COALESCE((SELECT MAX(finished_at) FROM experiment_runs WHERE student_id = s.id), ''))
-         FROM students s
-         WHERE EXISTS (SELECT 1 FROM attempts WHERE student_id = s.id)",
-    )?;
-    let rows = stmt.query_map([], |r| {
+/// Every student with at least one attempt, with their last activity (by id).
+pub fn members(tx: &mut Tx) -> Result<Vec<ClassMember>, DbError> {
+    // The later of two ISO times is the greater text; SQLite's two-argument MAX has no
+    // PostgreSQL twin (GREATEST), so a CASE picks it on both.
+    tx.query(
+        "SELECT id, display_name, CASE WHEN attempted >= ran THEN attempted ELSE ran END
+         FROM (
+             SELECT s.id AS id, s.display_name AS display_name,
+                    (SELECT MAX(submitted_at) FROM attempts WHERE student_id = s.id) AS attempted,
+                    COALESCE((SELECT MAX(finished_at) FROM experiment_runs WHERE student_id = s.id), '') AS ran
+             FROM students s
+             WHERE EXISTS (SELECT 1 FROM attempts WHERE student_id = s.id)
+         ) activity
+         ORDER BY id",
+        crate::params![],
+    )?
+    .iter()
+    .map(|r| {
         Ok(ClassMember {
             student_id: r.get(0)?,
             display_name: r.get(1)?,
             last_active: r.get(2)?,
         })
-    })?;
-    Ok(rows.collect::<Result<_, _>>()?)
+    })
+    .collect()
 }
 
 /// Questions at least one student missed, with per-student counts (any order: the
 /// caller puts them in course order).
-pub fn missed_by_students(conn: &Connection) -> Result<Vec<MissedByStudents>, DbError> {
-    let mut stmt = conn.prepare(
+pub fn missed_by_students(tx: &mut Tx) -> Result<Vec<MissedByStudents>, DbError> {
+    tx.query(
         "SELECT a.quiz_id, q.question_id,
                 COUNT(DISTINCT CASE WHEN q.correct = 0 THEN a.student_id END),
                 COUNT(DISTINCT a.student_id),
@@ -67,8 +74,10 @@ pub fn missed_by_students(conn: &Connection) -> Result<Vec<MissedByStudents>, Db
          FROM answers q JOIN attempts a ON a.id = q.attempt_id
          GROUP BY a.quiz_id, q.question_id
          HAVING SUM(1 - q.correct) > 0",
-    )?;
-    let rows = stmt.query_map([], |r| {
+        crate::params![],
+    )?
+    .iter()
+    .map(|r| {
         Ok(MissedByStudents {
             quiz_id: r.get(0)?,
             question_id: r.get(1)?,
@@ -77,6 +86,86 @@ pub fn missed_by_students(conn: &Connection) -> Result<Vec<MissedByStudents>, Db
             students_never_right: r.get(4)?,
             last_missed_at: r.get(5)?,
         })
-    })?;
-    Ok(rows.collect::<Result<_, _>>()?)
+    })
+    .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::db::testing::backends;
+
+    /// Stores an attempt at `at` with the given `(question, correct)` answers.
+    fn attempt(
+        tx: &mut Tx,
+        student: &str,
+        at: &str,
+        answers: &[(&str, bool)],
+    ) -> Result<(), DbError> {
+        crate::db::progress::ensure_student(tx, student)?;
+        let id: i64 = tx
+            .query_row(
+                "INSERT INTO attempts (student_id, quiz_id, correct, total, passed, submitted_at)
+                 VALUES (?1, 'quiz', 0, 2, 0, ?2) RETURNING id",
+                crate::params![student, at],
+            )?
+            .get(0)?;
+        for (question, correct) in answers {
+            tx.execute(
+                "INSERT INTO answers (attempt_id, question_id, given, correct) VALUES (?1, ?2, '1', ?3)",
+                crate::params![id, question, correct],
+            )?;
+        }
+        Ok(())
+    }
+
+    #[test]
+    fn misses_are_counted_per_student_and_activity_includes_experiments() {
+        for (engine, db, _scratch) in backends() {
+            db.run_blocking(|tx| {
+                let t = |m: u32| format!("2026-01-01T10:{m:02}:00.000Z");
+                attempt(tx, "ann", &t(1), &[("q1", false), ("q2", true)])?;
+                attempt(tx, "ann", &t(2), &[("q1", false), ("q2", true)])?;
+                attempt(tx, "bob", &t(3), &[("q1", true), ("q2", true)])?;
+                attempt(tx, "cy", &t(4), &[("q1", false)])?;
+                attempt(tx, "cy", &t(5), &[("q1", true)])?;
+                crate::db::progress::ensure_student(tx, "idle")?;
+                tx.execute(
+                    "INSERT INTO experiment_runs (student_id, experiment, params, backend, device, duration_ms, ok, finished_at)
+                     VALUES ('bob', 'timing', '{}', 'cpu', 'CPU', 5, 1, ?1)",
+                    crate::params![t(9)],
+                )?;
+                Ok(())
+            })
+            .unwrap();
+            let members = db.run_blocking(members).unwrap();
+            let seen: Vec<_> = members
+                .iter()
+                .map(|m| (m.student_id.as_str(), m.last_active.as_str()))
+                .collect();
+            assert_eq!(
+                seen,
+                vec![
+                    ("ann", "2026-01-01T10:02:00.000Z"),
+                    ("bob", "2026-01-01T10:09:00.000Z"),
+                    ("cy", "2026-01-01T10:05:00.000Z"),
+                ],
+                "{engine}: the later of quiz and experiment; no one without an attempt"
+            );
+            let missed = db.run_blocking(missed_by_students).unwrap();
+            assert_eq!(missed.len(), 1, "{engine}: q2 was never missed");
+            let q1 = &missed[0];
+            assert_eq!(
+                (
+                    q1.question_id.as_str(),
+                    q1.students_missed,
+                    q1.students_answered,
+                    q1.students_never_right,
+                    q1.last_missed_at.as_str()
+                ),
+                ("q1", 2, 3, 1, "2026-01-01T10:04:00.000Z"),
+                "{engine}"
+            );
+        }
+    }
 }

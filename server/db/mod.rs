@@ -1,22 +1,36 @@
-//! The SQLite database: one file (WAL mode, `synchronous = FULL`), created and migrated
-//! on start-up. It holds students, quiz attempts and per-question answers; nothing is
-//! acknowledged to a student before its transaction has committed.
+//! The database: students, quiz attempts and answers, predictions, the run history and
+//! (with PostgreSQL) the class-wide experiment queue. `--database` picks the engine: a
+//! SQLite file (the default: WAL mode, `synchronous = FULL`, one connection behind a
+//! mutex, which is how SQLite serialises writers anyway) or a `postgres://` URL (a pool
+//! of connections, for several web nodes and workers sharing one class). Both are
+//! created and migrated on start-up with the same migrations, one per dialect, and every
+//! query is written once ([`sql`]). Each [`Db::run`] is one transaction, so nothing is
+//! acknowledged to a student before it has committed, on either engine.
 //!
-//! SQLite calls block, so every query runs on tokio's blocking pool through [`Db::run`];
-//! one connection behind a mutex serialises writers, which is what SQLite does anyway.
+//! Both drivers block, so queries run on tokio's blocking pool.
 
 pub mod class_summary;
+pub mod copy;
 pub mod experiment_history;
 pub mod gradebook;
+pub mod migrations;
 pub mod predictions;
 pub mod progress;
 pub mod rounds;
+pub mod sql;
 pub mod student_identity;
+#[doc(hidden)]
+pub mod testing;
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
+use r2d2_postgres::PostgresConnectionManager;
+use r2d2_postgres::postgres::NoTls;
 use rusqlite::Connection;
+
+pub use sql::{Dialect, Row, Tx};
 
 /// The database layer's errors.
 #[derive(Debug, thiserror::Error)]
@@ -27,21 +41,130 @@ pub enum DbError {
     /// The blocking task running a query panicked or was cancelled.
     #[error("database task failed: {0}")]
     Task(String),
+    /// PostgreSQL refused or failed.
+    #[error("database: {0}")]
+    Postgres(#[from] postgres::Error),
+    /// No PostgreSQL connection could be had in time (the server is down or busy).
+    #[error("database unavailable: {0}")]
+    Unavailable(#[from] r2d2::Error),
     /// The connection mutex was poisoned by an earlier panic.
     #[error("database connection is unusable after an earlier failure")]
     Poisoned,
+    /// A query that must return a row returned none.
+    #[error("database: no row")]
+    NoRow,
+    /// A column held something else than the code reads.
+    #[error("database: column {index}: {why}")]
+    Column {
+        /// The column's index.
+        index: usize,
+        /// What was wrong.
+        why: String,
+    },
+}
+
+impl DbError {
+    /// Whether the database is out of reach (down, restarting, no connection free in
+    /// time), rather than refusing this request: worth a 503 and a retry.
+    pub fn is_unavailable(&self) -> bool {
+        match self {
+            Self::Unavailable(_) => true,
+            Self::Postgres(e) => {
+                e.is_closed()
+                    || e.as_db_error().is_none_or(|db| {
+                        // 08: connection exceptions; 57P: the server shutting down.
+                        let code = db.code().code();
+                        code.starts_with("08") || code.starts_with("57P")
+                    })
+            }
+            _ => false,
+        }
+    }
+}
+
+/// Where the data lives: what `--database` names.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Location {
+    /// A SQLite file (created if missing).
+    Sqlite(PathBuf),
+    /// A PostgreSQL server, by `postgres://` (or `postgresql://`) URL.
+    Postgres(String),
+}
+
+impl Location {
+    /// Reads `--database`: a `postgres://` URL, or else a file path.
+    pub fn parse(text: &str) -> Self {
+        if text.starts_with("postgres://") || text.starts_with("postgresql://") {
+            Self::Postgres(text.to_string())
+        } else {
+            Self::Sqlite(PathBuf::from(text))
+        }
+    }
+}
+
+impl std::fmt::Display for Location {
+    /// The file, or the URL without its password.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Sqlite(path) => write!(f, "{}", path.display()),
+            Self::Postgres(url) => write!(f, "{}", redact(url)),
+        }
+    }
+}
+
+impl std::str::FromStr for Location {
+    type Err = std::convert::Infallible;
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        Ok(Self::parse(text))
+    }
+}
+
+/// A URL with any password replaced by `***` (for logs and pages).
+pub fn redact(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return url.to_string();
+    };
+    match rest.split_once('@') {
+        Some((user, host)) => match user.split_once(':') {
+            Some((name, _)) => format!("{scheme}://{name}:***@{host}"),
+            None => url.to_string(),
+        },
+        None => url.to_string(),
+    }
+}
+
+type PgPool = r2d2::Pool<PostgresConnectionManager<NoTls>>;
+
+enum Store {
+    Sqlite(Mutex<Connection>),
+    Postgres(Option<PgPool>),
+}
+
+impl Drop for Store {
+    fn drop(&mut self) {
+        if let Self::Postgres(pool) = self
+            && let Some(pool) = pool.take()
+        {
+            // A PostgreSQL client closes its connection on its own runtime, which may not
+            // be started from inside tokio's: drop the pool on a plain thread.
+            let _ = std::thread::Builder::new()
+                .name("gpulab-db-close".into())
+                .spawn(move || drop(pool));
+        }
+    }
 }
 
 /// A cloneable handle to the database.
 #[derive(Clone)]
 pub struct Db {
-    conn: Arc<Mutex<Connection>>,
-    path: PathBuf,
+    store: Arc<Store>,
+    location: Location,
 }
 
-/// Schema migrations, applied in order; `PRAGMA user_version` records how many ran.
-/// Never edit one that has shipped: append a new one.
-const MIGRATIONS: &[&str] = &[
+/// SQLite's schema migrations, applied in order; `PRAGMA user_version` records how many
+/// ran. Never edit one that has shipped: append a new one, and its PostgreSQL twin in
+/// [`migrations::POSTGRES`].
+pub(crate) const MIGRATIONS: &[&str] = &[
     r"
 CREATE TABLE students (
     id           TEXT PRIMARY KEY,
@@ -134,10 +257,59 @@ CREATE TABLE round_predictions (
     PRIMARY KEY (round_id, student_id)
 );
 ",
+    // The class-wide experiment queue, used when web nodes and workers share PostgreSQL
+    // (a single SQLite server keeps its queue in memory; the table exists in both so the
+    // schemas match). Times are seconds since the epoch on the database's clock.
+    r"
+CREATE TABLE jobs (
+    id           INTEGER PRIMARY KEY,
+    owner        TEXT NOT NULL,
+    address      TEXT,
+    experiment   TEXT NOT NULL,
+    params       TEXT NOT NULL,
+    prediction   REAL,
+    turn         INTEGER NOT NULL,
+    status       TEXT NOT NULL,
+    submitted_at REAL NOT NULL,
+    started_at   REAL,
+    finished_at  REAL,
+    worker       TEXT,
+    lease_until  REAL,
+    tries        INTEGER NOT NULL DEFAULT 0,
+    result       TEXT,
+    error        TEXT
+);
+CREATE INDEX jobs_waiting ON jobs(status, turn, submitted_at);
+CREATE INDEX jobs_by_owner ON jobs(owner, status);
+CREATE TABLE workers (
+    name     TEXT PRIMARY KEY,
+    backend  TEXT NOT NULL,
+    device   TEXT NOT NULL,
+    seen_at  REAL NOT NULL,
+    running  INTEGER NOT NULL DEFAULT 0
+);
+",
+    // The allocator playground on a class of separate workers: which worker holds each
+    // student's playground, and the requests web nodes pass to it (playground::remote).
+    r"
+CREATE TABLE playground_owners (
+    student TEXT PRIMARY KEY,
+    worker  TEXT NOT NULL
+);
+CREATE TABLE playground_calls (
+    id         INTEGER PRIMARY KEY,
+    student    TEXT NOT NULL,
+    worker     TEXT NOT NULL,
+    request    TEXT NOT NULL,
+    reply      TEXT,
+    created_at REAL NOT NULL
+);
+CREATE INDEX playground_calls_by_worker ON playground_calls(worker, id);
+",
 ];
 
 impl Db {
-    /// Opens (creating if needed) and migrates the database at `path`.
+    /// Opens (creating if needed) and migrates the SQLite database at `path`.
     pub fn open(path: &Path) -> Result<Self, DbError> {
         if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
             // A missing folder would make SQLite fail with a vague "unable to open";
@@ -148,75 +320,150 @@ impl Db {
         conn.pragma_update(None, "journal_mode", "WAL")?;
         conn.pragma_update(None, "synchronous", "FULL")?;
         conn.pragma_update(None, "foreign_keys", "ON")?;
-        conn.busy_timeout(std::time::Duration::from_secs(5))?;
-        migrate(&mut conn)?;
+        conn.busy_timeout(Duration::from_secs(5))?;
+        migrations::sqlite(&mut conn)?;
         Ok(Self {
-            conn: Arc::new(Mutex::new(conn)),
-            path: path.to_path_buf(),
+            store: Arc::new(Store::Sqlite(Mutex::new(conn))),
+            location: Location::Sqlite(path.to_path_buf()),
         })
     }
 
-    /// The database file.
-    pub fn path(&self) -> &Path {
-        &self.path
+    /// Opens `location`: a SQLite file, or a PostgreSQL server (a pool of up to
+    /// `pool_size` connections; migrated under an advisory lock, so nodes starting
+    /// together migrate once). Blocks: call it outside tokio's workers.
+    pub fn connect(location: &Location, pool_size: u32) -> Result<Self, DbError> {
+        match location {
+            Location::Sqlite(path) => Self::open(path),
+            Location::Postgres(url) => {
+                // The PostgreSQL driver blocks on its own runtime, which may not start
+                // inside tokio's: connect and migrate on a plain thread.
+                let (url, location) = (url.clone(), location.clone());
+                std::thread::spawn(move || Self::connect_postgres(&url, location, pool_size))
+                    .join()
+                    .map_err(|_| DbError::Task("connecting to PostgreSQL panicked".into()))?
+            }
+        }
     }
 
-    /// Runs `f` with the connection on the blocking pool.
+    fn connect_postgres(url: &str, location: Location, pool_size: u32) -> Result<Self, DbError> {
+        {
+            {
+                let mut config: postgres::Config = url.parse()?;
+                // Migrations' "already exists, skipping" notices are not news.
+                config.options("-c client_min_messages=warning");
+                let manager = PostgresConnectionManager::new(config, NoTls);
+                let pool = r2d2::Pool::builder()
+                    .max_size(pool_size.max(1))
+                    .min_idle(Some(1))
+                    .connection_timeout(Duration::from_secs(5))
+                    .build(manager)?;
+                let db = Self {
+                    store: Arc::new(Store::Postgres(Some(pool))),
+                    location,
+                };
+                db.run_blocking(migrations::postgres)?;
+                Ok(db)
+            }
+        }
+    }
+
+    /// Where the data lives.
+    pub fn location(&self) -> &Location {
+        &self.location
+    }
+
+    /// The engine.
+    pub fn dialect(&self) -> Dialect {
+        match *self.store {
+            Store::Sqlite(_) => Dialect::Sqlite,
+            Store::Postgres(_) => Dialect::Postgres,
+        }
+    }
+
+    /// A PostgreSQL connection string, for a worker's `LISTEN` connection.
+    pub fn postgres_url(&self) -> Option<&str> {
+        match &self.location {
+            Location::Postgres(url) => Some(url),
+            Location::Sqlite(_) => None,
+        }
+    }
+
+    /// Runs `f` in one transaction on the blocking pool; commits when it returns `Ok`.
     pub async fn run<T, F>(&self, f: F) -> Result<T, DbError>
     where
         T: Send + 'static,
-        F: FnOnce(&mut Connection) -> Result<T, DbError> + Send + 'static,
+        F: FnOnce(&mut Tx) -> Result<T, DbError> + Send + 'static,
     {
-        let conn = Arc::clone(&self.conn);
-        tokio::task::spawn_blocking(move || {
-            let mut guard = conn.lock().map_err(|_| DbError::Poisoned)?;
-            f(&mut guard)
+        let db = self.clone();
+        tokio::task::spawn_blocking(move || db.run_blocking(f))
+            .await
+            .map_err(|e| DbError::Task(e.to_string()))?
+    }
+
+    /// Runs `f` in one transaction on the calling thread (for threads outside tokio,
+    /// such as the experiment workers recording a finished run).
+    pub fn run_blocking<T>(
+        &self,
+        f: impl FnOnce(&mut Tx) -> Result<T, DbError>,
+    ) -> Result<T, DbError> {
+        match &*self.store {
+            Store::Sqlite(conn) => {
+                let mut guard = conn.lock().map_err(|_| DbError::Poisoned)?;
+                let mut tx = Tx::Sqlite(guard.transaction()?);
+                let value = f(&mut tx)?;
+                let Tx::Sqlite(tx) = tx else {
+                    unreachable!("a SQLite store opens SQLite transactions")
+                };
+                tx.commit()?;
+                Ok(value)
+            }
+            Store::Postgres(pool) => {
+                let pool = pool
+                    .as_ref()
+                    .ok_or(DbError::Task("the database is closing".into()))?;
+                let mut client = pool.get()?;
+                let mut tx = Tx::Postgres(client.transaction()?);
+                let value = f(&mut tx)?;
+                let Tx::Postgres(tx) = tx else {
+                    unreachable!("a PostgreSQL store opens PostgreSQL transactions")
+                };
+                tx.commit()?;
+                Ok(value)
+            }
+        }
+    }
+
+    /// Copies SQLite's write-ahead log into the database file and truncates it
+    /// (shutdown), so the `.db` file alone holds every committed attempt. PostgreSQL
+    /// needs nothing.
+    pub async fn checkpoint(&self) -> Result<(), DbError> {
+        if self.dialect() == Dialect::Postgres {
+            return Ok(());
+        }
+        let db = self.clone();
+        tokio::task::spawn_blocking(move || match &*db.store {
+            Store::Sqlite(conn) => {
+                let guard = conn.lock().map_err(|_| DbError::Poisoned)?;
+                guard.execute_batch("PRAGMA wal_checkpoint(TRUNCATE);")?;
+                Ok(())
+            }
+            Store::Postgres(_) => Ok(()),
         })
         .await
         .map_err(|e| DbError::Task(e.to_string()))?
     }
 
-    /// Runs `f` with the connection on the calling thread (for threads outside tokio,
-    /// such as the experiment workers recording a finished run).
-    pub fn run_blocking<T>(
-        &self,
-        f: impl FnOnce(&mut Connection) -> Result<T, DbError>,
-    ) -> Result<T, DbError> {
-        let mut guard = self.conn.lock().map_err(|_| DbError::Poisoned)?;
-        f(&mut guard)
-    }
-
-    /// Copies the write-ahead log into the database file and truncates it (shutdown), so
-    /// the `.db` file alone holds every committed attempt.
-    pub async fn checkpoint(&self) -> Result<(), DbError> {
-        self.run(|conn| {
-            conn.execute_batch("PRAGMA wal_checkpoint(TRUNCATE);")?;
-            Ok(())
-        })
-        .await
-    }
-
     /// Checks the database accepts a write (for readiness probes).
     pub async fn check_writable(&self) -> Result<(), DbError> {
-        self.run(|conn| {
-            conn.execute_batch("BEGIN IMMEDIATE; ROLLBACK;")?;
+        self.run(|tx| {
+            tx.execute(
+                "UPDATE settings SET value = value WHERE key = 'readiness'",
+                &[],
+            )?;
             Ok(())
         })
         .await
     }
-}
-
-fn migrate(conn: &mut Connection) -> Result<(), DbError> {
-    let applied: i64 = conn.pragma_query_value(None, "user_version", |row| row.get(0))?;
-    let applied = usize::try_from(applied).unwrap_or(0);
-    for (i, sql) in MIGRATIONS.iter().enumerate().skip(applied) {
-        let tx = conn.transaction()?;
-        tx.execute_batch(sql)?;
-        tx.pragma_update(None, "user_version", i as i64 + 1)?;
-        tx.commit()?;
-        tracing::info!("database migrated to version {}", i + 1);
-    }
-    Ok(())
 }
 
 #[cfg(test)]
@@ -224,11 +471,30 @@ mod tests {
     use super::*;
 
     #[test]
+    fn database_is_a_file_unless_it_is_a_postgres_url_and_passwords_stay_out_of_logs() {
+        assert_eq!(
+            Location::parse("gpulab.db"),
+            Location::Sqlite("gpulab.db".into())
+        );
+        assert_eq!(
+            Location::parse("postgresql://u@h/db"),
+            Location::Postgres("postgresql://u@h/db".into())
+        );
+        let url = Location::parse("postgres://gpulab:s3cret@db:5432/class");
+        assert_eq!(url.to_string(), "postgres://gpulab:***@db:5432/class");
+        assert_eq!(
+            redact("postgres://gpulab@db/class"),
+            "postgres://gpulab@db/class"
+        );
+    }
+
+    #[test]
     fn opens_in_wal_mode_and_migrates_once() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("sub/gpulab.db");
         let db = Db::open(&path).unwrap();
-        let conn = db.conn.lock().unwrap();
+        drop(db);
+        let conn = Connection::open(&path).unwrap();
         let mode: String = conn
             .pragma_query_value(None, "journal_mode", |r| r.get(0))
             .unwrap();
@@ -238,7 +504,6 @@ mod tests {
             .unwrap();
         assert_eq!(version, MIGRATIONS.len() as i64);
         drop(conn);
-        drop(db);
         Db::open(&path).expect("re-opening an up-to-date database does not re-run migrations");
     }
 }

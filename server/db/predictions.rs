@@ -3,10 +3,9 @@
 //! the result (and its reveal) is readable, so a reveal the learner saw is on record.
 //! From the rows come a learner's calibration and the class's view per experiment.
 
-use rusqlite::{Connection, params};
 use serde::Serialize;
 
-use super::DbError;
+use super::{DbError, Row, Tx};
 
 /// One prediction, scored.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -42,11 +41,11 @@ pub struct StoredPrediction {
 }
 
 /// Stores `row`.
-pub fn record(conn: &Connection, row: &PredictionRow) -> Result<(), DbError> {
-    conn.execute(
+pub fn record(tx: &mut Tx, row: &PredictionRow) -> Result<(), DbError> {
+    tx.execute(
         "INSERT INTO predictions (student_id, experiment, quantity, params, predicted, measured, unit, backend, device)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
-        params![
+        crate::params![
             row.student_id,
             row.experiment,
             row.quantity,
@@ -61,7 +60,7 @@ pub fn record(conn: &Connection, row: &PredictionRow) -> Result<(), DbError> {
     Ok(())
 }
 
-fn read(row: &rusqlite::Row<'_>) -> rusqlite::Result<StoredPrediction> {
+fn read(row: &Row) -> Result<StoredPrediction, DbError> {
     Ok(StoredPrediction {
         row: PredictionRow {
             student_id: row.get(0)?,
@@ -81,52 +80,62 @@ fn read(row: &rusqlite::Row<'_>) -> rusqlite::Result<StoredPrediction> {
 const COLUMNS: &str = "student_id, experiment, quantity, params, predicted, measured, unit, backend, device, created_at";
 
 /// One learner's predictions, oldest first.
-pub fn for_student(conn: &Connection, student_id: &str) -> Result<Vec<StoredPrediction>, DbError> {
-    let mut statement = conn.prepare_cached(&format!(
-        "SELECT {COLUMNS} FROM predictions WHERE student_id = ?1 ORDER BY id"
-    ))?;
-    let rows = statement.query_map([student_id], read)?;
-    Ok(rows.collect::<Result<_, _>>()?)
+pub fn for_student(tx: &mut Tx, student_id: &str) -> Result<Vec<StoredPrediction>, DbError> {
+    tx.query(
+        &format!("SELECT {COLUMNS} FROM predictions WHERE student_id = ?1 ORDER BY id"),
+        crate::params![student_id],
+    )?
+    .iter()
+    .map(read)
+    .collect()
 }
 
 /// The class's predictions, oldest first (the instructor's view and CSV).
-pub fn all(conn: &Connection) -> Result<Vec<StoredPrediction>, DbError> {
-    let mut statement =
-        conn.prepare_cached(&format!("SELECT {COLUMNS} FROM predictions ORDER BY id"))?;
-    let rows = statement.query_map([], read)?;
-    Ok(rows.collect::<Result<_, _>>()?)
+pub fn all(tx: &mut Tx) -> Result<Vec<StoredPrediction>, DbError> {
+    tx.query(
+        &format!("SELECT {COLUMNS} FROM predictions ORDER BY id"),
+        crate::params![],
+    )?
+    .iter()
+    .map(read)
+    .collect()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::db::Db;
+    use crate::db::testing::backends;
 
     #[test]
     fn predictions_are_stored_and_read_back_per_student() {
-        let dir = tempfile::tempdir().unwrap();
-        let db = Db::open(&dir.path().join("p.db")).unwrap();
-        let row = |student: &str, predicted: f64| PredictionRow {
-            student_id: student.into(),
-            experiment: "timing".into(),
-            quantity: "timing.underestimate_factor".into(),
-            params: "{}".into(),
-            predicted,
-            measured: 12.5,
-            unit: "×".into(),
-            backend: "cpu".into(),
-            device: "CPU".into(),
-        };
-        db.run_blocking(|conn| {
-            record(conn, &row("ann", 2.0))?;
-            record(conn, &row("bob", 20.0))?;
-            record(conn, &row("ann", 10.0))
-        })
-        .unwrap();
-        let ann = db.run_blocking(|conn| for_student(conn, "ann")).unwrap();
-        assert_eq!(ann.len(), 2);
-        assert_eq!((ann[0].row.predicted, ann[1].row.predicted), (2.0, 10.0));
-        assert!(ann[0].created_at.ends_with('Z'));
-        assert_eq!(db.run_blocking(|conn| all(conn)).unwrap().len(), 3);
+        for (engine, db, _scratch) in backends() {
+            let row = |student: &str, predicted: f64| PredictionRow {
+                student_id: student.into(),
+                experiment: "timing".into(),
+                quantity: "timing.underestimate_factor".into(),
+                params: "{}".into(),
+                predicted,
+                measured: 12.5,
+                unit: "×".into(),
+                backend: "cpu".into(),
+                device: "CPU".into(),
+            };
+            db.run_blocking(|tx| {
+                record(tx, &row("ann", 2.0))?;
+                record(tx, &row("bob", 20.0))?;
+                record(tx, &row("ann", 10.0))
+            })
+            .unwrap();
+            let ann = db.run_blocking(|tx| for_student(tx, "ann")).unwrap();
+            assert_eq!(ann.len(), 2, "{engine}");
+            assert_eq!(
+                (ann[0].row.predicted, ann[1].row.predicted),
+                (2.0, 10.0),
+                "{engine}"
+            );
+            assert_eq!(ann[0].row, row("ann", 2.0), "{engine}");
+            assert!(ann[0].created_at.ends_with('Z'), "{engine}");
+            assert_eq!(db.run_blocking(all).unwrap().len(), 3, "{engine}");
+        }
     }
 }

@@ -10,7 +10,10 @@ pub mod bench;
 pub mod first_contact;
 pub mod provenance;
 pub mod queue;
+pub mod queue_bench;
 pub mod selftest;
+pub mod shared_queue;
+pub mod shared_worker;
 pub mod worker;
 
 use std::collections::HashMap;
@@ -24,6 +27,7 @@ use queue::{JobState, OwnerUsage, Queue, QueueStats, Refused};
 use worker::{SharedContext, Worker};
 
 use crate::config::Limits;
+use crate::db::Db;
 use crate::experiments::Job;
 use crate::gpu::card::cpu_card;
 use crate::gpu::{DeviceCard, doctor};
@@ -32,6 +36,16 @@ use crate::playground::{Caps, Playgrounds};
 
 /// Playgrounds unused for this long are dropped and their memory released.
 pub const PLAYGROUND_IDLE: Duration = Duration::from_secs(10 * 60);
+
+/// The playground caps from the command line's limits.
+pub fn playground_caps(limits: &Limits) -> Caps {
+    Caps {
+        per_student: limits.playground_per_student_bytes(),
+        total: limits.playground_total_bytes(),
+        per_address: limits.playground_per_address_bytes(),
+        idle: PLAYGROUND_IDLE,
+    }
+}
 
 /// What each worker is running: experiment name and parameters, by job id (for the
 /// run history, which hears of a job only by id when it finishes).
@@ -76,6 +90,43 @@ pub struct PredictionReport {
     pub measured: f64,
 }
 
+impl RunReport {
+    /// The report of job `state`, run for `owner` on the device `card` describes.
+    pub fn new(
+        owner: &str,
+        experiment: String,
+        params: String,
+        card: &DeviceCard,
+        ran_for: Duration,
+        state: &JobState,
+    ) -> Self {
+        let result = match state {
+            JobState::Done { result } => Some(result),
+            _ => None,
+        };
+        Self {
+            owner: owner.to_string(),
+            experiment,
+            params,
+            backend: card.kind.to_string(),
+            device: card.name.clone(),
+            ran_for,
+            error: match state {
+                JobState::Failed { error } => Some(error.clone()),
+                _ => None,
+            },
+            prediction: result.and_then(PredictionReport::from_result),
+            measured: result.and_then(|r| {
+                let m = r.get("measured")?;
+                Some((
+                    m.get("quantity")?.as_str()?.to_string(),
+                    m.get("value")?.as_f64()?,
+                ))
+            }),
+        }
+    }
+}
+
 impl PredictionReport {
     /// Reads it off a finished result; `None` when the result has no prediction.
     pub fn from_result(result: &serde_json::Value) -> Option<Self> {
@@ -101,7 +152,7 @@ fn run_labelled(worker: &mut Worker, labels: &RunningLabels, id: u64, job: Job) 
 /// The running engine: the worker threads, their queue, and what they run on.
 #[derive(Clone)]
 pub struct Engine {
-    queue: Arc<Queue<Job>>,
+    jobs: Jobs,
     /// The device the workers opened.
     pub card: Arc<DeviceCard>,
     /// The doctor report taken at start-up.
@@ -113,6 +164,33 @@ pub struct Engine {
     /// Every student's allocator playground.
     pub playgrounds: Arc<Playgrounds>,
     labels: RunningLabels,
+    measured: Arc<std::sync::OnceLock<MeasuredListener>>,
+}
+
+/// Told of every measured value: the quantity, the run's parameters (compact JSON) and
+/// the value.
+type MeasuredListener = Box<dyn Fn(&str, &str, f64) + Send + Sync>;
+
+/// Where jobs wait: this process's own queue and workers, or the class-wide queue in
+/// PostgreSQL that separate worker processes serve (`serve --role web`).
+#[derive(Clone)]
+enum Jobs {
+    Local(Arc<Queue<Job>>),
+    Shared(Arc<SharedJobs>),
+}
+
+/// The class queue's stats, usage per student and estimated wait, as last read.
+type QueueFigures = (QueueStats, Vec<(String, OwnerUsage)>, f64);
+
+/// A web node's view of the shared queue: the database, and the queue's figures as last
+/// read (refreshed every second on a thread, so `/metrics` and pages never wait on it).
+struct SharedJobs {
+    db: Db,
+    /// Where the measured values of finished jobs were last read up to (the database's
+    /// clock, seconds).
+    seen_until: Mutex<f64>,
+    snapshot: Mutex<QueueFigures>,
+    closed: std::sync::atomic::AtomicBool,
 }
 
 impl Engine {
@@ -178,24 +256,74 @@ impl Engine {
                 })
                 .expect("the OS can start the engine thread");
         }
-        let playgrounds = Playgrounds::new(
-            source,
-            Caps {
-                per_student: limits.playground_per_student_bytes(),
-                total: limits.playground_total_bytes(),
-                per_address: limits.playground_per_address_bytes(),
-                idle: PLAYGROUND_IDLE,
-            },
-        );
+        let playgrounds = Playgrounds::new(source, playground_caps(&limits));
         tracing::info!(backend = card.kind, device = %card.name, workers = limits.gpu_concurrency, "experiment engine ready");
         Self {
-            queue,
+            jobs: Jobs::Local(queue),
             card: Arc::new(card),
             doctor: Arc::new(report),
             first_contact: Arc::new(contact),
             limits: Arc::new(limits),
             playgrounds: Arc::new(playgrounds),
             labels,
+            measured: Arc::default(),
+        }
+    }
+
+    /// A web node's engine (`serve --role web`): jobs go to the class-wide queue in
+    /// `db` (PostgreSQL), which `gpulab worker` processes serve; the device shown is the
+    /// one the workers registered (the CPU card, saying so, until one has). It runs no
+    /// experiment itself; the allocator playground is this node's host memory (see
+    /// `docker/README.md`).
+    pub fn web(limits: Limits, db: Db) -> Self {
+        let reader = db.clone();
+        let registered = std::thread::spawn(move || reader.run_blocking(shared_worker::class_card))
+            .join()
+            .ok()
+            .and_then(Result::ok)
+            .flatten();
+        let card = registered.unwrap_or_else(|| {
+            let mut card = cpu_card("no GPU worker has joined the class queue yet");
+            card.note = "No worker has joined the class queue yet: start `gpulab worker --gpu N` on each GPU box (the device shown updates when this web node restarts).".into();
+            card
+        });
+        let shared = Arc::new(SharedJobs {
+            db,
+            seen_until: Mutex::new(0.0),
+            snapshot: Mutex::default(),
+            closed: std::sync::atomic::AtomicBool::new(false),
+        });
+        let measured: Arc<std::sync::OnceLock<MeasuredListener>> = Arc::default();
+        let refresher = Arc::downgrade(&shared);
+        let listener = Arc::clone(&measured);
+        std::thread::Builder::new()
+            .name("gpulab-queue-figures".into())
+            .spawn(move || {
+                while let Some(shared) = refresher.upgrade() {
+                    if let Err(error) = shared.refresh() {
+                        tracing::warn!(%error, "cannot read the class queue's figures");
+                    }
+                    if let Some(listener) = listener.get()
+                        && let Err(error) = shared.read_measurements(listener)
+                    {
+                        tracing::warn!(%error, "cannot read the class queue's measurements");
+                    }
+                    drop(shared);
+                    std::thread::sleep(Duration::from_secs(1));
+                }
+            })
+            .expect("the OS can start a thread");
+        let playgrounds = Playgrounds::new(Source::Host, playground_caps(&limits));
+        tracing::info!(backend = card.kind, device = %card.name, "web node: experiments go to the class queue");
+        Self {
+            jobs: Jobs::Shared(shared),
+            card: Arc::new(card),
+            doctor: Arc::new(doctor::run()),
+            first_contact: Arc::new(FirstContact::default()),
+            limits: Arc::new(limits),
+            playgrounds: Arc::new(playgrounds),
+            labels: RunningLabels::default(),
+            measured,
         }
     }
 
@@ -203,58 +331,85 @@ impl Engine {
     /// and before its result is readable (once per engine; later calls are ignored).
     pub fn on_run_finished(&self, record: impl Fn(RunReport) + Send + Sync + 'static) {
         let (labels, card) = (Arc::clone(&self.labels), Arc::clone(&self.card));
-        self.queue.on_finish(Box::new(move |finished| {
+        let measured = Arc::clone(&self.measured);
+        let Jobs::Local(queue) = &self.jobs else {
+            // Shared-queue workers record their runs themselves (shared_worker).
+            return;
+        };
+        queue.on_finish(Box::new(move |finished| {
             let label = labels.lock().ok().and_then(|mut l| l.remove(&finished.id));
             let Some((experiment, params)) = label else {
                 return;
             };
-            record(RunReport {
-                owner: finished.owner.to_string(),
+            let report = RunReport::new(
+                finished.owner,
                 experiment,
                 params,
-                backend: card.kind.to_string(),
-                device: card.name.clone(),
-                ran_for: finished.ran_for,
-                error: match finished.state {
-                    JobState::Failed { error } => Some(error.clone()),
-                    _ => None,
-                },
-                prediction: match finished.state {
-                    JobState::Done { result } => PredictionReport::from_result(result),
-                    _ => None,
-                },
-                measured: match finished.state {
-                    JobState::Done { result } => result.get("measured").and_then(|m| {
-                        Some((
-                            m.get("quantity")?.as_str()?.to_string(),
-                            m.get("value")?.as_f64()?,
-                        ))
-                    }),
-                    _ => None,
-                },
-            });
+                &card,
+                finished.ran_for,
+                finished.state,
+            );
+            if let (Some(listener), Some((quantity, value))) = (measured.get(), &report.measured) {
+                listener(quantity, &report.params, *value);
+            }
+            record(report);
         }));
+    }
+
+    /// Calls `listener` with every value an experiment measures, wherever it ran (once
+    /// per engine; later calls are ignored). With the class queue, a web node reads the
+    /// values of every worker's finished jobs, within a second of their end.
+    pub fn on_measured(&self, listener: impl Fn(&str, &str, f64) + Send + Sync + 'static) {
+        let _ = self.measured.set(Box::new(listener));
     }
 
     /// Queues a job for `owner` (a student id) at `address`; returns its job id and
     /// position.
-    pub fn submit(
+    pub async fn submit(
         &self,
         owner: &str,
         address: Option<std::net::IpAddr>,
         job: Job,
     ) -> Result<(u64, usize), Refused> {
-        self.queue.submit(owner, address, job)
+        match &self.jobs {
+            Jobs::Local(queue) => queue.submit(owner, address, job),
+            Jobs::Shared(shared) => {
+                if shared.closed.load(std::sync::atomic::Ordering::Relaxed) {
+                    return Err(Refused::Closed);
+                }
+                let (owner, limits) = (owner.to_string(), Arc::clone(&self.limits));
+                let params = job.params.to_string();
+                let (experiment, prediction) = (job.experiment, job.prediction);
+                let submitted = shared
+                    .db
+                    .run(move |tx| {
+                        let new = shared_queue::NewJob {
+                            experiment,
+                            params,
+                            prediction,
+                        };
+                        shared_queue::submit(tx, &owner, address, &new, &limits)
+                    })
+                    .await;
+                submitted.unwrap_or_else(|e| Err(Refused::Unavailable(e.to_string())))
+            }
+        }
     }
 
     /// Queue-wide figures (depth, running, outcomes).
     pub fn stats(&self) -> QueueStats {
-        self.queue.stats()
+        match &self.jobs {
+            Jobs::Local(queue) => queue.stats(),
+            Jobs::Shared(shared) => shared.snapshot().0,
+        }
     }
 
     /// Each student's use of the workers, busiest first.
     pub fn usage(&self) -> Vec<(String, OwnerUsage)> {
-        self.queue.usage()
+        match &self.jobs {
+            Jobs::Local(queue) => queue.usage(),
+            Jobs::Shared(shared) => shared.snapshot().1,
+        }
     }
 
     /// Waits (polling every 100 ms) until job `id` has finished, or `deadline` passed;
@@ -265,39 +420,125 @@ impl Engine {
         deadline: Option<std::time::Instant>,
     ) -> Option<JobState> {
         loop {
-            let state = self.job(id, None)?;
-            let waiting = matches!(state, JobState::Queued { .. } | JobState::Running);
-            if !waiting || deadline.is_some_and(|d| std::time::Instant::now() >= d) {
-                return Some(state);
+            let past = deadline.is_some_and(|d| std::time::Instant::now() >= d);
+            match self.job(id, None).await {
+                Ok(Some(JobState::Queued { .. } | JobState::Running)) if !past => {}
+                Ok(state) => return state,
+                // The shared queue's database is briefly away: keep waiting.
+                Err(_) if !past => {}
+                Err(_) => return None,
             }
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
     }
 
-    /// Stops taking experiments and fails the waiting ones (shutdown).
+    /// Stops taking experiments and fails the waiting ones (shutdown). A web node on the
+    /// shared queue only stops taking new ones: the workers run what is queued.
     pub fn close(&self) {
-        self.queue.close(
-            "the server is shutting down; your experiment did not run — try again when it is back",
-        );
+        match &self.jobs {
+            Jobs::Local(queue) => queue.close(
+                "the server is shutting down; your experiment did not run — try again when it is back",
+            ),
+            Jobs::Shared(shared) => shared.closed.store(true, std::sync::atomic::Ordering::Relaxed),
+        }
     }
 
     /// Blocks until no experiment runs, or `timeout` passes; true when idle.
     pub fn wait_idle(&self, timeout: Duration) -> bool {
-        self.queue.wait_idle(timeout)
+        match &self.jobs {
+            Jobs::Local(queue) => queue.wait_idle(timeout),
+            Jobs::Shared(_) => true,
+        }
     }
 
-    /// A job's state, for its owner (`None`: anyone, the instructor).
-    pub fn job(&self, id: u64, owner: Option<&str>) -> Option<JobState> {
-        self.queue.state(id, owner)
+    /// A job's state, for its owner (`None`: anyone, the instructor); an error when the
+    /// shared queue's database cannot be read.
+    pub async fn job(&self, id: u64, owner: Option<&str>) -> Result<Option<JobState>, String> {
+        match &self.jobs {
+            Jobs::Local(queue) => Ok(queue.state(id, owner)),
+            Jobs::Shared(shared) => {
+                let owner = owner.map(str::to_string);
+                shared
+                    .db
+                    .run(move |tx| shared_queue::state(tx, id, owner.as_deref()))
+                    .await
+                    .map_err(|e| e.to_string())
+            }
+        }
     }
 
     /// Jobs waiting now.
     pub fn queue_depth(&self) -> usize {
-        self.queue.depth()
+        match &self.jobs {
+            Jobs::Local(queue) => queue.depth(),
+            Jobs::Shared(shared) => shared.snapshot().0.depth,
+        }
     }
 
     /// Estimated wait for a new job, in seconds.
     pub fn estimated_wait_secs(&self) -> f64 {
-        self.queue.estimated_wait_secs()
+        match &self.jobs {
+            Jobs::Local(queue) => queue.estimated_wait_secs(),
+            Jobs::Shared(shared) => shared.snapshot().2,
+        }
+    }
+
+    /// Whether jobs go to the class-wide queue in PostgreSQL (a web node).
+    pub fn is_shared(&self) -> bool {
+        matches!(self.jobs, Jobs::Shared(_))
+    }
+}
+
+impl SharedJobs {
+    /// Hands the measured values of jobs finished since the last call to `listener`.
+    fn read_measurements(&self, listener: &MeasuredListener) -> Result<(), crate::db::DbError> {
+        let since = self.seen_until.lock().map(|s| *s).unwrap_or(0.0);
+        let rows = self.db.run_blocking(|tx| {
+            tx.query(
+                "SELECT params, result, finished_at FROM jobs WHERE status = 'done' AND finished_at > ?1
+                 ORDER BY finished_at LIMIT 500",
+                crate::params![since],
+            )
+        })?;
+        let mut until = since;
+        for row in rows {
+            let (params, result, finished): (String, String, f64) =
+                (row.get(0)?, row.get(1)?, row.get(2)?);
+            until = until.max(finished);
+            let result: serde_json::Value = serde_json::from_str(&result).unwrap_or_default();
+            let measured = result.get("measured");
+            let quantity = measured
+                .and_then(|m| m.get("quantity"))
+                .and_then(|q| q.as_str());
+            let value = measured
+                .and_then(|m| m.get("value"))
+                .and_then(serde_json::Value::as_f64);
+            if let (Some(quantity), Some(value)) = (quantity, value) {
+                listener(quantity, &params, value);
+            }
+        }
+        if let Ok(mut seen) = self.seen_until.lock() {
+            *seen = until;
+        }
+        Ok(())
+    }
+
+    fn snapshot(&self) -> QueueFigures {
+        self.snapshot.lock().map(|s| s.clone()).unwrap_or_default()
+    }
+
+    /// Reads the queue's figures again.
+    fn refresh(&self) -> Result<(), crate::db::DbError> {
+        let read = self.db.run_blocking(|tx| {
+            Ok((
+                shared_queue::stats(tx)?,
+                shared_queue::usage(tx)?,
+                shared_queue::estimated_wait_secs(tx)?,
+            ))
+        })?;
+        if let Ok(mut snapshot) = self.snapshot.lock() {
+            *snapshot = read;
+        }
+        Ok(())
     }
 }

@@ -68,6 +68,14 @@ pub enum Refused {
     },
     /// The server is shutting down.
     Closed,
+    /// This student started `limit` experiments in the last minute (class-wide count,
+    /// with a shared queue).
+    RateLimited {
+        /// The per-minute cap.
+        limit: u32,
+    },
+    /// The shared queue's database could not be reached.
+    Unavailable(String),
 }
 
 /// One student's use of the experiment worker, from the queue's own records.
@@ -157,7 +165,7 @@ pub struct Queue<J> {
 }
 
 /// A random job id below 2⁵³, so JavaScript reads it exactly.
-fn random_id() -> u64 {
+pub(crate) fn random_id() -> u64 {
     let mut bytes = [0u8; 8];
     getrandom::fill(&mut bytes).expect("the operating system's random source is available");
     (u64::from_le_bytes(bytes) >> 11).max(1)

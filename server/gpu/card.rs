@@ -13,7 +13,7 @@ use super::nvml::NvmlDevice;
 use crate::host::{CpuInfo, cpu_info};
 
 /// The PCIe link between host and GPU.
-#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize, utoipa::ToSchema)]
 pub struct PcieLink {
     /// Current generation (links train down when idle).
     pub generation: u32,
@@ -27,10 +27,12 @@ pub struct PcieLink {
     pub peak_gbps: f64,
 }
 
-/// What the experiments run on.
-#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+/// What the experiments run on (read back from the database on a web node, where the
+/// workers registered theirs).
+#[derive(Debug, Clone, Serialize, serde::Deserialize, utoipa::ToSchema)]
 pub struct DeviceCard {
     /// `cuda` or `cpu`.
+    #[serde(deserialize_with = "backend_kind")]
     pub kind: &'static str,
     /// GPU name, or the CPU model on the CPU backend.
     pub name: String,
@@ -59,6 +61,11 @@ pub struct DeviceCard {
     pub cpu: CpuInfo,
     /// One sentence for the banner: why this backend.
     pub note: String,
+}
+
+fn backend_kind<'de, D: serde::Deserializer<'de>>(d: D) -> Result<&'static str, D::Error> {
+    let kind = <String as serde::Deserialize>::deserialize(d)?;
+    Ok(if kind == "cuda" { "cuda" } else { "cpu" })
 }
 
 /// One-direction PCIe bandwidth per lane in GB/s, after line encoding.

@@ -42,3 +42,12 @@ pub use error::GpuError;
 pub use launch::{AdamStep, Kernels};
 pub use memory::{DeviceBlock, DeviceMemory, GpuProcess};
 pub use timer::{EventClock, Marks, SyncedHostClock};
+
+/// Makes GPU `ordinal` the only one this process sees (`gpulab worker --gpu N`), by
+/// setting `CUDA_VISIBLE_DEVICES` before anything loads the driver. NVML ignores it, so
+/// on a box of mixed GPUs the device card's NVML figures may describe GPU 0.
+pub fn select_device(ordinal: u32) {
+    // SAFETY: called by `main` before any other thread exists and before the CUDA
+    // driver is loaded, so no one reads the environment concurrently.
+    unsafe { std::env::set_var("CUDA_VISIBLE_DEVICES", ordinal.to_string()) };
+}

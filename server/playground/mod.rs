@@ -5,6 +5,7 @@
 
 pub mod class;
 pub mod pool;
+pub mod remote;
 
 use std::time::Duration;
 

@@ -75,6 +75,7 @@ impl AppError {
             Self::Conflict(_) => StatusCode::CONFLICT,
             Self::TooMany { .. } => StatusCode::TOO_MANY_REQUESTS,
             Self::Rejected(status, _) => *status,
+            Self::Database(e) if e.is_unavailable() => StatusCode::SERVICE_UNAVAILABLE,
             Self::Template(_) | Self::Database(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
     }
@@ -95,6 +96,13 @@ impl AppError {
             Self::Conflict(m) => ("Not now", m.clone()),
             Self::TooMany { message, .. } => ("Slow down a little", message.clone()),
             Self::Rejected(_, m) => ("Request not accepted", m.clone()),
+            Self::Database(e) if e.is_unavailable() => {
+                tracing::warn!(error = %e, "database unavailable");
+                (
+                    "Try again shortly",
+                    "The database cannot be reached just now. Nothing you sent was saved; try again in a few seconds.".to_string(),
+                )
+            }
             Self::Template(_) | Self::Database(_) => {
                 tracing::error!(error = %self, "internal error");
                 (

@@ -12,6 +12,7 @@ use std::time::{Duration, Instant};
 
 use crate::config::Limits;
 use crate::course::quiz::MeasuredKey;
+use crate::engine::queue::JobState;
 use crate::web::state::AppState;
 
 /// How old a measurement may be and still grade an answer without a new run.
@@ -88,11 +89,18 @@ async fn refresh(state: AppState, key: MeasuredKey) {
     {
         return;
     }
-    let Ok((id, _)) = state.engine.submit(GRADER, None, job) else {
+    let Ok((id, _)) = state.engine.submit(GRADER, None, job).await else {
         return;
     };
     let deadline = Instant::now() + Duration::from_secs(state.engine.limits.job_timeout_secs + 10);
-    state.engine.finished(id, Some(deadline)).await;
+    // This process's finish listener remembers the value; a web node on the shared
+    // queue (whose workers run elsewhere) reads it off the result.
+    if let Some(JobState::Done { result }) = state.engine.finished(id, Some(deadline)).await
+        && let Some(measured) = result.get("measured")
+        && let Some(value) = measured.get("value").and_then(serde_json::Value::as_f64)
+    {
+        state.measurements.record(&key.quantity, &params, value);
+    }
 }
 
 /// This server's value for `key`: a fresh one; else the latest of any age (and a new

@@ -15,8 +15,8 @@ use super::page::{Layout, Prerendered};
 use crate::config::Config;
 use crate::course::problem::Problems;
 use crate::course::{ContentSource, Course};
-use crate::db::experiment_history::{self, ExperimentRun};
-use crate::db::predictions::{self, PredictionRow};
+use crate::db::experiment_history;
+use crate::db::predictions;
 use crate::db::{Db, DbError};
 use crate::engine::Engine;
 use crate::metrics::Metrics;
@@ -88,6 +88,11 @@ pub enum StartupError {
     /// The instructor token is too weak to put a class's grades behind.
     #[error("{0}")]
     WeakToken(String),
+    /// `--role web` with a SQLite file: web nodes share the queue through PostgreSQL.
+    #[error(
+        "--role web needs a shared PostgreSQL database (--database postgres://…); with a SQLite file run `gpulab serve` alone"
+    )]
+    WebNeedsPostgres,
 }
 
 impl AppState {
@@ -98,11 +103,20 @@ impl AppState {
             check_token(token).map_err(StartupError::WeakToken)?;
         }
         let course = Course::load(&ContentSource::from_option(config.content_dir.as_deref()))?;
-        let db = Db::open(&config.database)?;
+        let db = Db::connect(
+            &config.database,
+            u32::from(config.limits.gpu_concurrency) + 8,
+        )?;
         let assets = Assets::load();
         let layout = Layout::new(&course.title, &assets);
         // The engine picks the device first: every lesson header says what it is.
-        let engine = Engine::start(config.limits.clone());
+        let engine = match config.role {
+            crate::config::Role::All => Engine::start(config.limits.clone()),
+            crate::config::Role::Web if db.dialect() == crate::db::Dialect::Postgres => {
+                Engine::web(config.limits.clone(), db.clone())
+            }
+            crate::config::Role::Web => return Err(StartupError::WebNeedsPostgres),
+        };
         let device = DeviceStatus::from_card(&engine.card);
         let pages = Prerendered::render(&course, &layout, &assets, &device)?;
         // Compress every page and asset once, off the request path.
@@ -153,40 +167,16 @@ fn record_experiment_history(
 ) {
     let db = db.clone();
     let measurements = Arc::clone(measurements);
+    engine.on_measured(move |quantity, params, value| measurements.record(quantity, params, value));
     engine.on_run_finished(move |report| {
-        if let Some((quantity, value)) = &report.measured {
-            measurements.record(quantity, &report.params, *value);
-        }
-        let prediction = report.prediction.map(|p| PredictionRow {
-            student_id: report.owner.clone(),
-            experiment: report.experiment.clone(),
-            quantity: p.quantity,
-            params: report.params.clone(),
-            predicted: p.predicted,
-            measured: p.measured,
-            unit: p.unit,
-            backend: report.backend.clone(),
-            device: report.device.clone(),
-        });
-        let run = ExperimentRun {
-            student_id: report.owner,
-            experiment: report.experiment,
-            params: report.params,
-            backend: report.backend,
-            device: report.device,
-            duration_ms: u64::try_from(report.ran_for.as_millis()).unwrap_or(u64::MAX),
-            ok: report.error.is_none(),
-            error: report.error,
-        };
+        let (run, prediction) = crate::engine::shared_worker::history_rows(report);
         // One transaction: the run and its prediction are on record together, before
         // the result (and the prediction's reveal) is readable.
-        let stored = db.run_blocking(|conn| {
-            let tx = conn.transaction()?;
-            experiment_history::record(&tx, &run)?;
+        let stored = db.run_blocking(|tx| {
+            experiment_history::record(tx, &run)?;
             if let Some(row) = &prediction {
-                predictions::record(&tx, row)?;
+                predictions::record(tx, row)?;
             }
-            tx.commit()?;
             Ok(())
         });
         if let Err(error) = stored {

@@ -19,27 +19,25 @@ fn name(i: usize) -> String {
 async fn seed(app: &crate::support::TestApp, first: String, second: String) {
     app.state
         .db
-        .run(move |conn| {
-            let tx = conn.transaction()?;
+        .run(move |tx| {
             for i in 0..STUDENTS {
                 let id = format!("{i:032x}");
                 let at = format!("2026-01-01T{:02}:{:02}:00.000Z", i / 60, i % 60);
-                tx.execute("INSERT INTO students (id, display_name) VALUES (?1, ?2)", (&id, name(i)))?;
+                tx.execute("INSERT INTO students (id, display_name) VALUES (?1, ?2)", gpulab::params![id, name(i)])?;
                 let correct = (i % 11) as u32;
                 tx.execute(
                     "INSERT INTO attempts (student_id, quiz_id, correct, total, passed, submitted_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-                    (&id, &first, correct, QUESTIONS, correct * 100 > QUESTIONS * 75, &at),
+                    gpulab::params![id, first, correct, QUESTIONS, correct * 100 > QUESTIONS * 75, at],
                 )?;
                 if i % 50 == 0 {
                     for _ in 0..3 {
                         tx.execute(
                             "INSERT INTO attempts (student_id, quiz_id, correct, total, passed, submitted_at) VALUES (?1, ?2, 0, ?3, 0, ?4)",
-                            (&id, &second, QUESTIONS, &at),
+                            gpulab::params![id, second, QUESTIONS, at],
                         )?;
                     }
                 }
             }
-            tx.commit()?;
             Ok(())
         })
         .await

@@ -43,7 +43,10 @@ async fn experiment_history_survives_a_restart() {
     let owner: String = first
         .state
         .db
-        .run(|conn| Ok(conn.query_row("SELECT student_id FROM experiment_runs", [], |r| r.get(0))?))
+        .run(|tx| {
+            tx.query_row("SELECT student_id FROM experiment_runs", gpulab::params![])?
+                .get(0)
+        })
         .await
         .unwrap();
     assert!(

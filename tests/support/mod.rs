@@ -57,8 +57,9 @@ pub fn test_config(database: PathBuf) -> Config {
     Config {
         addr: "127.0.0.1:0".parse().unwrap(),
         content_dir: None,
-        database,
+        database: gpulab::db::Location::Sqlite(database),
         instructor_token: None,
+        role: gpulab::config::Role::All,
         limits: gpulab::config::Limits {
             // Off by default so tests may queue many jobs; the rate-limit test sets it.
             experiments_per_minute: 0,

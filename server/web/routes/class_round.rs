@@ -179,7 +179,7 @@ pub async fn predict(
     let (round, id) = (sent.round, student.0.clone());
     state
         .db
-        .run(move |conn| rounds::predict(conn, round, &id, predicted))
+        .run(move |tx| rounds::predict(tx, round, &id, predicted))
         .await
         .map_err(AppError::from)?;
     if let Some(r) = lock(&state.round).as_mut().filter(|r| r.id == round) {
@@ -222,7 +222,7 @@ pub async fn open(
     let (quantity, stored) = (question.quantity.clone(), params.to_string());
     let id = state
         .db
-        .run(move |conn| rounds::open(conn, experiment.name(), &quantity, &stored))
+        .run(move |tx| rounds::open(tx, experiment.name(), &quantity, &stored))
         .await?;
     *lock(&state.round) = Some(Round {
         id,
@@ -272,7 +272,7 @@ pub async fn run(State(state): State<AppState>, caller: Caller) -> Result<Redire
     let job = entry
         .prepare(Some(&params), &state.engine.limits)
         .map_err(|e| AppError::Invalid(e.to_string()))?;
-    match state.engine.submit("instructor-round", None, job) {
+    match state.engine.submit("instructor-round", None, job).await {
         Ok((id, _)) => {
             tokio::spawn(reveal_when_done(state.clone(), round, id));
         }
@@ -317,7 +317,7 @@ async fn reveal_when_done(state: AppState, round: i64, job: u64) {
                 None => Err("the run measured nothing to compare with".to_string()),
                 Some(template) => state
                     .db
-                    .run(move |conn| rounds::reveal(conn, round, &template))
+                    .run(move |tx| rounds::reveal(tx, round, &template))
                     .await
                     .map(|_| value)
                     .map_err(|e| e.to_string()),

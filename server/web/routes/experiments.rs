@@ -194,7 +194,7 @@ pub async fn submit(
             ),
         ));
     }
-    match state.engine.submit(&student.0, address, job) {
+    match state.engine.submit(&student.0, address, job).await {
         Ok((id, position)) => Ok((
             StatusCode::ACCEPTED,
             [(header::LOCATION, format!("/api/jobs/{id}"))],
@@ -225,6 +225,16 @@ pub async fn submit(
                 "You already have {limit} experiments waiting, the most one student may while the class shares the GPU. Wait for one of them to start, then try again."
             ),
         )),
+        Err(Refused::RateLimited { limit }) => Ok(too_many(
+            60,
+            format!(
+                "You have started {limit} experiments in the last minute, the most one student may while the class shares the GPU. Try again in a minute."
+            ),
+        )),
+        Err(Refused::Unavailable(why)) => Err(AppError::Unavailable(format!(
+            "The class queue cannot be reached just now ({why}); your experiment was not queued. Try again in a few seconds."
+        ))
+        .into()),
         Err(Refused::Closed) => Err(AppError::Unavailable(
             "The server is shutting down and takes no new experiments. Try again in a minute."
                 .into(),
@@ -293,6 +303,12 @@ pub async fn job(
     let job = state
         .engine
         .job(id, owner)
+        .await
+        .map_err(|e| {
+            AppError::Unavailable(format!(
+                "The class queue cannot be read just now ({e}); poll again in a few seconds."
+            ))
+        })?
         .ok_or_else(|| AppError::NotFound(format!("/api/jobs/{id}")))?;
     let mut body = serde_json::to_value(job).unwrap_or_default();
     body["job_id"] = json!(id);

@@ -196,10 +196,7 @@ pub async fn gradebook(
             .map(|e| (e.name(), e.title()))
             .collect(),
         predictions: {
-            let rows = state
-                .db
-                .run(|conn| crate::db::predictions::all(conn))
-                .await?;
+            let rows = state.db.run(crate::db::predictions::all).await?;
             crate::web::calibration::class_views(&rows, &state.course.predictions)
                 .into_iter()
                 .map(crate::web::calibration::strip)

@@ -44,12 +44,12 @@ impl ClassData {
     pub async fn load(state: &AppState) -> Result<Self, AppError> {
         Ok(state
             .db
-            .run(|conn| {
+            .run(|tx| {
                 Ok(Self {
-                    cells: gradebook::grades(conn)?,
-                    members: class_summary::members(conn)?,
-                    missed: class_summary::missed_by_students(conn)?,
-                    key: gradebook::pseudonym_key(conn)?,
+                    cells: gradebook::grades(tx)?,
+                    members: class_summary::members(tx)?,
+                    missed: class_summary::missed_by_students(tx)?,
+                    key: gradebook::pseudonym_key(tx)?,
                 })
             })
             .await?)
@@ -96,12 +96,12 @@ pub fn shown_name(display_name: Option<&str>, pseudonym: &str) -> String {
 pub async fn live_view(state: &AppState) -> Result<LiveView, AppError> {
     let (names, key, recent, totals) = state
         .db
-        .run(|conn| {
+        .run(|tx| {
             Ok((
-                gradebook::display_names(conn)?,
-                gradebook::pseudonym_key(conn)?,
-                experiment_history::recent(conn, RECENT_RUNS)?,
-                experiment_history::totals_by_student(conn)?,
+                gradebook::display_names(tx)?,
+                gradebook::pseudonym_key(tx)?,
+                experiment_history::recent(tx, RECENT_RUNS)?,
+                experiment_history::totals_by_student(tx)?,
             ))
         })
         .await?;
@@ -163,12 +163,14 @@ pub async fn live_view(state: &AppState) -> Result<LiveView, AppError> {
         .collect();
     let taken_at = state
         .db
-        .run(|conn| {
-            Ok(
-                conn.query_row("SELECT strftime('%Y-%m-%dT%H:%M:%SZ', 'now')", [], |r| {
-                    r.get::<_, String>(0)
-                })?,
-            )
+        .run(|tx| {
+            // The database's clock, to the second (as the pages show it).
+            let now = crate::db::migrations::now(tx);
+            tx.query_row(
+                &format!("SELECT substr({now}, 1, 19) || 'Z'"),
+                crate::params![],
+            )?
+            .get::<String>(0)
         })
         .await?;
     Ok(LiveView {
@@ -221,12 +223,10 @@ async fn student_by_pseudonym(
         .to_string();
     let found = state
         .db
-        .run(move |conn| {
-            let key = gradebook::pseudonym_key(conn)?;
-            let mut stmt = conn.prepare("SELECT id FROM students")?;
-            let ids = stmt.query_map([], |r| r.get::<_, String>(0))?;
-            for id in ids {
-                let id = id?;
+        .run(move |tx| {
+            let key = gradebook::pseudonym_key(tx)?;
+            for row in tx.query("SELECT id FROM students", crate::params![])? {
+                let id: String = row.get(0)?;
                 if gradebook::pseudonym(&key, &id) == given {
                     return Ok(Some(id));
                 }
@@ -260,7 +260,7 @@ pub async fn rename(
     let name = (!name.is_empty()).then_some(name);
     state
         .db
-        .run(move |conn| student_identity::rename(conn, &student, name.as_deref()))
+        .run(move |tx| student_identity::rename(tx, &student, name.as_deref()))
         .await?;
     Ok(Redirect::to("/instructor?saved=renamed#students"))
 }
@@ -283,7 +283,7 @@ pub async fn merge(
     }
     state
         .db
-        .run(move |conn| student_identity::merge(conn, &from, &into))
+        .run(move |tx| student_identity::merge(tx, &from, &into))
         .await?;
     Ok(Redirect::to("/instructor?saved=merged#students"))
 }

@@ -145,20 +145,11 @@ pub async fn predictions_csv(
     require(&state, &caller)?;
     let (key, names, rows) = state
         .db
-        .run(|conn| {
-            let mut names = std::collections::HashMap::new();
-            let mut statement = conn
-                .prepare("SELECT id, display_name FROM students WHERE display_name IS NOT NULL")?;
-            for row in
-                statement.query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?)))?
-            {
-                let (id, name) = row?;
-                names.insert(id, name);
-            }
+        .run(|tx| {
             Ok((
-                gradebook::pseudonym_key(conn)?,
-                names,
-                crate::db::predictions::all(conn)?,
+                gradebook::pseudonym_key(tx)?,
+                gradebook::display_names(tx)?,
+                crate::db::predictions::all(tx)?,
             ))
         })
         .await?;

@@ -126,7 +126,7 @@ pub async fn completion(
 ) -> Result<Html<String>, AppError> {
     let data = state
         .db
-        .run(move |conn| progress::export(conn, &student.0))
+        .run(move |tx| progress::export(tx, &student.0))
         .await?;
     let exam = data
         .progress

@@ -49,7 +49,7 @@ pub async fn set_name(
     let value = (!name.is_empty()).then_some(name);
     state
         .db
-        .run(move |conn| progress::set_display_name(conn, &student.0, value.as_deref()))
+        .run(move |tx| progress::set_display_name(tx, &student.0, value.as_deref()))
         .await?;
     Ok(Redirect::to("/?saved=name#you-heading"))
 }
@@ -61,7 +61,7 @@ pub async fn export(
 ) -> Result<impl IntoResponse, ApiError> {
     let data: StudentExport = state
         .db
-        .run(move |conn| progress::export(conn, &student.0))
+        .run(move |tx| progress::export(tx, &student.0))
         .await?;
     Ok((
         [(
@@ -82,7 +82,7 @@ pub async fn progress_json(
     Ok(Json(
         state
             .db
-            .run(move |conn| progress::export(conn, &student.0))
+            .run(move |tx| progress::export(tx, &student.0))
             .await?,
     ))
 }
@@ -103,7 +103,7 @@ pub async fn reset(
     }
     state
         .db
-        .run(move |conn| progress::reset(conn, &student.0))
+        .run(move |tx| progress::reset(tx, &student.0))
         .await?;
     Ok(Redirect::to("/"))
 }

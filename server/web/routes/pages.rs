@@ -27,10 +27,10 @@ pub async fn home(
 ) -> Result<Html<String>, AppError> {
     let (data, resume_code) = state
         .db
-        .run(move |conn| {
+        .run(move |tx| {
             Ok((
-                progress::export(conn, &student.0)?,
-                crate::db::student_identity::resume_code(conn, &student.0)?,
+                progress::export(tx, &student.0)?,
+                crate::db::student_identity::resume_code(tx, &student.0)?,
             ))
         })
         .await?;

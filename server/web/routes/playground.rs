@@ -9,8 +9,10 @@ use std::net::SocketAddr;
 use axum::extract::{ConnectInfo, Extension, Path, RawQuery, State};
 use serde::Deserialize;
 
-use crate::playground::pool::Source;
-use crate::playground::{PlaygroundView, Snapshot, snapshot};
+use serde_json::Value;
+
+use crate::playground::remote::{self, Call, RemoteError, Reply};
+use crate::playground::{PlaygroundView, Snapshot};
 use crate::web::error::{ApiError, AppError, ErrorBody};
 use crate::web::identity::StudentId;
 use crate::web::state::AppState;
@@ -18,10 +20,13 @@ use crate::web::state::AppState;
 /// NVML and driver view of GPU memory, or host memory on the CPU backend.
 #[utoipa::path(get, path = "/api/memory", tag = "memory",
     responses((status = 200, description = "OK", body = Snapshot)))]
-pub async fn memory(State(state): State<AppState>) -> Json<Snapshot> {
-    let playgrounds = state.engine.playgrounds.clone();
-    let snap = tokio::task::spawn_blocking(move || snapshot(playgrounds.source())).await;
-    Json(snap.unwrap_or_else(|_| snapshot(&Source::Host)))
+pub async fn memory(
+    State(state): State<AppState>,
+    student: Option<Extension<StudentId>>,
+) -> Result<Json<Value>, ApiError> {
+    // With separate workers: the device holding this student's playground, if any.
+    let student = student.map(|Extension(s)| s.0).unwrap_or_default();
+    Ok(Json(run_call(&state, &student, Call::Memory).await?.body))
 }
 
 /// This student's pool.
@@ -30,9 +35,31 @@ pub async fn memory(State(state): State<AppState>) -> Json<Snapshot> {
 pub async fn view(
     State(state): State<AppState>,
     Extension(student): Extension<StudentId>,
-) -> Json<PlaygroundView> {
-    let playgrounds = state.engine.playgrounds.clone();
-    Json(off_async(move || playgrounds.view_of(&student.0)).await)
+) -> Result<Json<Value>, ApiError> {
+    Ok(Json(run_call(&state, &student.0, Call::View).await?.body))
+}
+
+/// Runs a playground call in this process, or, on a web node of a class served by
+/// separate GPU workers, on the worker that owns this student's playground.
+async fn run_call(state: &AppState, student: &str, call: Call) -> Result<Reply, ApiError> {
+    if state.engine.is_shared() {
+        return remote::call(&state.db, student, call)
+            .await
+            .map_err(|e| match e {
+                RemoteError::Db(e) => AppError::from(e).into(),
+                other => AppError::Unavailable(other.to_string()).into(),
+            });
+    }
+    let (playgrounds, student) = (state.engine.playgrounds.clone(), student.to_string());
+    Ok(off_async(move || remote::answer(&playgrounds, &student, call)).await)
+}
+
+/// The body of a change, or its error (the playground is then unchanged).
+fn changed(reply: Reply) -> Result<Value, ApiError> {
+    match reply.error {
+        Some(error) => Err(AppError::Invalid(error).into()),
+        None => Ok(reply.body),
+    }
 }
 
 /// Runs `work` (driver and NVML calls, which can block) on the blocking pool, so the
@@ -74,7 +101,7 @@ pub async fn allocate(
     Extension(student): Extension<StudentId>,
     peer: Option<Extension<ConnectInfo<SocketAddr>>>,
     body: Bytes,
-) -> Result<Json<PlaygroundView>, ApiError> {
+) -> Result<Json<Value>, ApiError> {
     let request: AllocRequest =
         crate::web::extract::json(&body, r#"{"name": "weights", "mib": 64}"#)?;
     if !valid_name(&request.name) {
@@ -91,17 +118,13 @@ pub async fn allocate(
         .into());
     }
     let bytes = (request.mib * (1 << 20) as f64).ceil() as u64;
-    let playgrounds = state.engine.playgrounds.clone();
-    let (outcome, view) = tokio::task::spawn_blocking(move || {
-        let address = peer.map(|Extension(ConnectInfo(p))| p.ip());
-        playgrounds.with(&student.0, address, |pool, room| {
-            pool.allocate(&request.name, bytes, room)
-        })
-    })
-    .await
-    .map_err(|e| AppError::BadRequest(format!("allocation failed: {e}")))?;
-    outcome.map_err(|e| AppError::Invalid(e.to_string()))?;
-    Ok(Json(view))
+    let address = peer.map(|Extension(ConnectInfo(p))| p.ip());
+    let call = Call::Allocate {
+        name: request.name,
+        bytes,
+        address,
+    };
+    Ok(Json(changed(run_call(&state, &student.0, call).await?)?))
 }
 
 /// `del name`: free a tensor (its block returns to the pool's cache).
@@ -123,17 +146,14 @@ pub async fn free(
     RawQuery(query): RawQuery,
 ) -> Result<Json<serde_json::Value>, ApiError> {
     let predicted = super::experiments::predict_query(query.as_deref())?;
-    let playgrounds = state.engine.playgrounds.clone();
-    let (owner, tensor) = (student.0.clone(), name.clone());
-    let (outcome, view) =
-        off_async(move || playgrounds.with(&owner, None, |pool, _| pool.free(&tensor))).await;
-    outcome.map_err(|e| AppError::Invalid(e.to_string()))?;
-    let mut body = serde_json::to_value(&view).unwrap_or_default();
+    let reply = run_call(&state, &student.0, Call::Free { name: name.clone() }).await?;
+    let mut body = changed(reply)?;
+    let reserved = body["pool"]["reserved_bytes"].as_f64().unwrap_or(0.0);
     // Predicted before the `del`: scored against what `reserved` shows after it, and
     // stored before the answer (a 2xx means it is on record).
     if let (Some(predicted), Some(fields)) = (predicted, body.as_object_mut()) {
         let quantity = &crate::experiments::prediction::PLAYGROUND.quantity;
-        let measured = view.pool.reserved_bytes as f64 / (1024.0 * 1024.0);
+        let measured = reserved / (1024.0 * 1024.0);
         let score = crate::experiments::prediction::score(predicted, measured, quantity.scale);
         let row = crate::db::predictions::PredictionRow {
             student_id: student.0.clone(),
@@ -148,7 +168,7 @@ pub async fn free(
         };
         state
             .db
-            .run(move |conn| crate::db::predictions::record(conn, &row))
+            .run(move |tx| crate::db::predictions::record(tx, &row))
             .await
             .map_err(AppError::from)?;
         fields.insert(
@@ -166,16 +186,10 @@ pub async fn free(
 pub async fn empty_cache(
     State(state): State<AppState>,
     Extension(student): Extension<StudentId>,
-) -> Json<PlaygroundView> {
-    let playgrounds = state.engine.playgrounds.clone();
-    Json(
-        off_async(move || {
-            playgrounds
-                .with(&student.0, None, |pool, _| pool.empty_cache())
-                .1
-        })
-        .await,
-    )
+) -> Result<Json<Value>, ApiError> {
+    Ok(Json(
+        run_call(&state, &student.0, Call::EmptyCache).await?.body,
+    ))
 }
 
 /// Drop every tensor and cached block.
@@ -184,7 +198,6 @@ pub async fn empty_cache(
 pub async fn reset(
     State(state): State<AppState>,
     Extension(student): Extension<StudentId>,
-) -> Json<PlaygroundView> {
-    let playgrounds = state.engine.playgrounds.clone();
-    Json(off_async(move || playgrounds.reset(&student.0)).await)
+) -> Result<Json<Value>, ApiError> {
+    Ok(Json(run_call(&state, &student.0, Call::Reset).await?.body))
 }

@@ -40,8 +40,8 @@ async fn quiz_state(
     let (id, quiz_id) = (student.0.clone(), quiz.id.clone());
     let best = state
         .db
-        .run(move |conn| {
-            Ok(progress::progress(conn, &id)?
+        .run(move |tx| {
+            Ok(progress::progress(tx, &id)?
                 .into_iter()
                 .find(|p| p.quiz_id == quiz_id))
         })
@@ -80,7 +80,7 @@ async fn grade_and_store(
     let (id, quiz_id, stored) = (student.0.clone(), quiz.id.clone(), graded.clone());
     state
         .db
-        .run(move |conn| progress::record_attempt(conn, &id, &quiz_id, &stored))
+        .run(move |tx| progress::record_attempt(tx, &id, &quiz_id, &stored))
         .await?;
     let after = quiz_state(state, student, quiz).await?;
     Ok((graded, after))

@@ -25,7 +25,7 @@ pub async fn make_code(
 ) -> Result<Redirect, AppError> {
     state
         .db
-        .run(move |conn| student_identity::ensure_resume_code(conn, &student.0))
+        .run(move |tx| student_identity::ensure_resume_code(tx, &student.0))
         .await?;
     Ok(Redirect::to("/#resume-heading"))
 }
@@ -62,7 +62,7 @@ pub async fn resume(
     }
     let found = state
         .db
-        .run(move |conn| student_identity::student_for_code(conn, &code))
+        .run(move |tx| student_identity::student_for_code(tx, &code))
         .await?;
     state.resume_guard.after_attempt(address, found.is_some());
     let Some(student) = found else {

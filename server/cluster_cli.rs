@@ -1,0 +1,159 @@
+//! The scale-out commands: `gpulab worker` (serve the class queue in PostgreSQL on one
+//! GPU) and `gpulab db copy` (move a SQLite gradebook into PostgreSQL). Parsing and
+//! process concerns only: the work is in `engine::shared_worker` and `db::copy`.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use anyhow::{Context, bail};
+use clap::{Args, Subcommand};
+use gpulab::config::Limits;
+use gpulab::db::{Db, Location};
+use gpulab::engine::queue_bench;
+use gpulab::engine::shared_worker::{self, WorkerSettings};
+
+/// `gpulab worker`'s arguments.
+#[derive(Args)]
+pub struct WorkerArgs {
+    /// The GPU this worker runs on (it sees only that one); ignored without a GPU.
+    #[arg(long, env = "GPULAB_GPU", default_value_t = 0)]
+    gpu: u32,
+    /// The class's PostgreSQL database (`postgres://user:password@host/db`).
+    #[arg(long, env = "GPULAB_DATABASE", value_name = "URL")]
+    database: Location,
+    /// Its name in the queue and in results (default: HOST-gpuN-PID).
+    #[arg(long, env = "GPULAB_WORKER_NAME")]
+    name: Option<String>,
+    /// Seconds a claimed job stays this worker's without a renewal; a worker renews
+    /// every third of it, and a job whose worker died is retried after it.
+    #[arg(long, env = "GPULAB_LEASE_SECS", default_value_t = 10, value_parser = clap::value_parser!(u64).range(2..=3600))]
+    lease_secs: u64,
+    #[command(flatten)]
+    limits: Limits,
+}
+
+impl WorkerArgs {
+    /// The GPU to select before anything loads the driver.
+    pub fn gpu(&self) -> u32 {
+        self.gpu
+    }
+
+    /// Serves the class queue until SIGTERM or Ctrl-C (then finishes the job in hand).
+    pub fn run(self) -> anyhow::Result<()> {
+        if !matches!(self.database, Location::Postgres(_)) {
+            bail!(
+                "a worker serves the class queue in PostgreSQL: --database must be a postgres:// URL, not {}",
+                self.database
+            );
+        }
+        let db = connect(&self.database, 4)?;
+        let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
+            .map(|h| h.trim().to_string())
+            .unwrap_or_else(|_| "worker".into());
+        let settings = WorkerSettings {
+            name: self
+                .name
+                .unwrap_or_else(|| format!("{host}-gpu{}-{}", self.gpu, std::process::id())),
+            lease: Duration::from_secs(self.lease_secs),
+            limits: self.limits,
+        };
+        let stop = Arc::new(AtomicBool::new(false));
+        let flag = Arc::clone(&stop);
+        std::thread::spawn(move || {
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build();
+            if let Ok(runtime) = runtime {
+                runtime.block_on(crate::shutdown_signal());
+                tracing::info!("stopping after the job in hand");
+                flag.store(true, Ordering::Relaxed);
+            }
+        });
+        shared_worker::serve(&db, &settings, &stop).context("the worker stopped")?;
+        Ok(())
+    }
+}
+
+/// `gpulab db …`.
+#[derive(Subcommand)]
+pub enum DbCommand {
+    /// Copy a SQLite gradebook (students, attempts, answers, predictions, history) into
+    /// an empty PostgreSQL database, in one transaction; prints every table's count and
+    /// a checksum of the attempts and answers on both sides, and fails if they differ.
+    Copy {
+        /// The SQLite file.
+        #[arg(long, value_name = "FILE")]
+        from: PathBuf,
+        /// The PostgreSQL database (`postgres://…`), migrated if new; must hold no students.
+        #[arg(long, value_name = "URL")]
+        to: Location,
+    },
+    /// Benchmark the experiment queue itself: claim → complete of no-op jobs (p50, p99)
+    /// and jobs per second through PostgreSQL with 1, 2 and 3 worker threads, beside
+    /// the single-node SQLite queue. It adds rows owned by `queue-bench` and deletes them.
+    BenchQueue {
+        /// The PostgreSQL database to measure (a scratch one is best).
+        #[arg(long, value_name = "URL")]
+        database: Location,
+        /// Jobs per measurement.
+        #[arg(long, default_value_t = 2000)]
+        jobs: usize,
+        /// Worker counts to measure.
+        #[arg(long, value_delimiter = ',', default_value = "1,2,3")]
+        workers: Vec<usize>,
+    },
+}
+
+impl DbCommand {
+    /// Runs the command.
+    pub fn run(self) -> anyhow::Result<()> {
+        match self {
+            Self::Copy { from, to } => {
+                if !from.is_file() {
+                    bail!("{} is not a SQLite file", from.display());
+                }
+                if !matches!(to, Location::Postgres(_)) {
+                    bail!("--to must be a postgres:// URL");
+                }
+                let source = Db::open(&from).context("cannot open the SQLite file")?;
+                let target = connect(&to, 2)?;
+                let report = gpulab::db::copy::copy(&source, &target)?;
+                print!("{report}");
+                Ok(())
+            }
+            Self::BenchQueue {
+                database,
+                jobs,
+                workers,
+            } => {
+                if !matches!(database, Location::Postgres(_)) {
+                    bail!("--database must be a postgres:// URL");
+                }
+                let jobs = jobs.clamp(10, 100_000);
+                let postgres = connect(&database, 8)?;
+                let scratch = tempfile_dir()?;
+                let sqlite = Db::open(&scratch.join("bench.db"))?;
+                println!("{}", queue_bench::HEADER);
+                for n in workers.into_iter().filter(|n| (1..=16).contains(n)) {
+                    println!("{}", queue_bench::postgres(&postgres, n, jobs)?);
+                }
+                println!("{}", queue_bench::sqlite(&sqlite, jobs)?);
+                let _ = std::fs::remove_dir_all(&scratch);
+                Ok(())
+            }
+        }
+    }
+}
+
+fn connect(location: &Location, pool: u32) -> anyhow::Result<Db> {
+    Db::connect(location, pool).with_context(|| format!("cannot open the database {location}"))
+}
+
+/// A fresh folder for the benchmark's SQLite file.
+fn tempfile_dir() -> anyhow::Result<PathBuf> {
+    let dir = std::env::temp_dir().join(format!("gpulab-queue-bench-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    Ok(dir)
+}
