@@ -10,16 +10,41 @@ use std::process::Command;
 use super::files::EnvExample;
 use crate::support::repo_path;
 
-/// What `gpulab serve --help` says about the environment: every variable and its default.
+/// What `gpulab serve --help` (or another subcommand's help) says about the environment:
+/// every variable and its default, and the help text itself for its flags.
 pub struct ServeEnv {
     pub names: BTreeSet<String>,
     pub defaults: BTreeMap<String, String>,
+    pub help: String,
 }
 
 impl ServeEnv {
     pub fn load() -> Self {
+        let parsed = Self::of(&["serve"]);
+        assert!(
+            parsed.names.contains("GPULAB_ADDR") && parsed.names.contains("GPULAB_DATABASE"),
+            "could not read the env names from `gpulab serve --help`:\n{}",
+            parsed.help
+        );
+        parsed
+    }
+
+    /// What `gpulab worker --help` says: the GPU worker of the PostgreSQL setup
+    /// (docker/compose.postgres.yaml, docker/k8s/worker.yaml).
+    pub fn worker() -> Self {
+        let parsed = Self::of(&["worker"]);
+        assert!(
+            parsed.names.contains("GPULAB_GPU") && parsed.names.contains("GPULAB_DATABASE"),
+            "`gpulab worker --help` names no GPULAB_GPU and GPULAB_DATABASE:\n{}",
+            parsed.help
+        );
+        parsed
+    }
+
+    /// `gpulab ARGS --help`, parsed.
+    fn of(args: &[&str]) -> Self {
         let mut command = Command::new(env!("CARGO_BIN_EXE_gpulab"));
-        command.args(["serve", "--help"]);
+        command.args(args).arg("--help");
         // clap prints a variable's current value in the help: clear ours so the help
         // shows the binary's defaults, not this shell's settings.
         for (name, _) in std::env::vars() {
@@ -28,14 +53,26 @@ impl ServeEnv {
             }
         }
         let output = command.output().expect("gpulab runs");
-        assert!(output.status.success(), "gpulab serve --help failed");
-        let help = String::from_utf8(output.stdout).unwrap();
-        let parsed = parse_serve_help(&help);
         assert!(
-            parsed.names.contains("GPULAB_ADDR") && parsed.names.contains("GPULAB_DATABASE"),
-            "could not read the env names from `gpulab serve --help`:\n{help}"
+            output.status.success(),
+            "gpulab {} --help failed: {}",
+            args.join(" "),
+            String::from_utf8_lossy(&output.stderr)
         );
-        parsed
+        parse_serve_help(&String::from_utf8(output.stdout).unwrap())
+    }
+
+    /// Whether the help lists `flag` (`--role`), alone or after its short form (`-r, --role`).
+    pub fn has_flag(&self, flag: &str) -> bool {
+        self.help.lines().any(|line| {
+            let line = line.trim_start();
+            let line = match line.split_once(", ") {
+                Some((short, long)) if short.len() == 2 && short.starts_with('-') => long,
+                _ => line,
+            };
+            line.strip_prefix(flag)
+                .is_some_and(|rest| rest.is_empty() || rest.starts_with([' ', '=']))
+        })
     }
 
     /// The value a variable has in the container: set (uncommented) in .env.example,
@@ -52,7 +89,9 @@ impl ServeEnv {
     }
 }
 
-/// Reads `[env: NAME=…]` / `[env: NAME]` and the `[default: …]` that follows it.
+/// Reads `[env: NAME=…]` / `[env: NAME]` and the `[default: …]` that follows it. clap
+/// puts them on lines of their own (long help, as `serve` has) or at the end of the
+/// description line (short help, as `worker` has).
 pub fn parse_serve_help(help: &str) -> ServeEnv {
     let mut names = BTreeSet::new();
     let mut defaults = BTreeMap::new();
@@ -60,20 +99,33 @@ pub fn parse_serve_help(help: &str) -> ServeEnv {
     for line in help.lines().map(str::trim) {
         if line.starts_with('-') {
             current = None;
-        } else if let Some(rest) = line.strip_prefix("[env: ") {
-            let name: String = rest
-                .chars()
-                .take_while(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || *c == '_')
-                .collect();
-            names.insert(name.clone());
-            current = Some(name);
-        } else if let Some(rest) = line.strip_prefix("[default: ")
-            && let Some(name) = current.take()
-        {
-            defaults.insert(name, rest.trim_end_matches(']').to_string());
+            continue;
+        }
+        let mut rest = line;
+        while let Some(at) = rest.find('[') {
+            rest = &rest[at..];
+            if let Some(env) = rest.strip_prefix("[env: ") {
+                let name: String = env
+                    .chars()
+                    .take_while(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || *c == '_')
+                    .collect();
+                names.insert(name.clone());
+                current = Some(name);
+            } else if let Some(default) = rest.strip_prefix("[default: ")
+                && let Some(name) = current.take()
+            {
+                // Up to the next `] [` (another bracket follows), else the line's last `]`.
+                let value = default.split("] [").next().unwrap_or_default();
+                defaults.insert(name, value.trim_end_matches(']').to_string());
+            }
+            rest = &rest[1..];
         }
     }
-    ServeEnv { names, defaults }
+    ServeEnv {
+        names,
+        defaults,
+        help: help.to_string(),
+    }
 }
 
 /// Environment variables the server reads directly (`std::env::var("GPULAB_…")`) rather
@@ -213,6 +265,17 @@ fn the_help_and_name_readers_read_what_they_claim_to() {
     );
     assert_eq!(help.defaults["GPULAB_ADDR"], "127.0.0.1:8000");
     assert!(help.names.contains("GPULAB_TOKEN") && !help.defaults.contains_key("GPULAB_TOKEN"));
+    assert!(help.has_flag("--addr") && help.has_flag("--token") && !help.has_flag("--ad"));
+    let short = parse_serve_help(
+        "  -g, --gpu <N>\n          The GPU [env: GPULAB_GPU=] [default: 0]\n      --name <NAME>\n          Its name [env: GPULAB_WORKER_NAME=]\n      --addr <A>\n          x [env: GPULAB_ADDR=] [default: [::]:8000]\n",
+    );
+    assert!(short.has_flag("--gpu"));
+    assert_eq!(short.defaults["GPULAB_GPU"], "0");
+    assert_eq!(short.defaults["GPULAB_ADDR"], "[::]:8000");
+    assert!(
+        short.names.contains("GPULAB_WORKER_NAME")
+            && !short.defaults.contains_key("GPULAB_WORKER_NAME")
+    );
     assert_eq!(
         gpulab_names("x GPULAB_A_B, `GPULAB_C=1` NOTGPULAB_D GPULAB_* GPULAB_MAX_*"),
         BTreeSet::from(["GPULAB_A_B".to_string(), "GPULAB_C".to_string()])

@@ -1,7 +1,10 @@
 //! `docker/compose.yaml`, read with a YAML library (`yaml_serde`) into a small view that
 //! keeps mappings in file order and every scalar as the text the file wrote, so the
-//! checks compare strings the way a reader of the file would.
+//! checks compare strings the way a reader of the file would. The same view reads
+//! `docker/compose.postgres.yaml` (with its `<<` merge keys applied) and the Kubernetes
+//! manifests (several documents in a file).
 
+use serde::Deserialize;
 use yaml_serde::Value;
 
 use super::binary::read;
@@ -49,7 +52,40 @@ pub fn parse_yaml(text: &str) -> Yaml {
     Yaml::from(&value)
 }
 
+/// Parses `text` as YAML and applies its `<<` merge keys, as Compose does: a service that
+/// says `<<: *gpulab` gets every key of the `&gpulab` mapping it does not set itself.
+pub fn parse_yaml_merged(text: &str) -> Yaml {
+    let mut value: Value =
+        yaml_serde::from_str(text).unwrap_or_else(|e| panic!("invalid YAML: {e}"));
+    value
+        .apply_merge()
+        .unwrap_or_else(|e| panic!("invalid `<<` merge key: {e}"));
+    Yaml::from(&value)
+}
+
+/// Every non-empty document of a multi-document YAML file (`---` between them).
+pub fn yaml_documents(relative: &str) -> Vec<Yaml> {
+    let text = read(relative);
+    yaml_serde::Deserializer::from_str(&text)
+        .map(|document| {
+            let value = Value::deserialize(document)
+                .unwrap_or_else(|e| panic!("{relative}: invalid YAML: {e}"));
+            Yaml::from(&value)
+        })
+        .filter(|document| *document != Yaml::Str(String::new()))
+        .collect()
+}
+
 impl Yaml {
+    /// Like [`Yaml::at`], naming `file` when the path is missing.
+    pub fn at_in(&self, file: &str, path: &str) -> &Yaml {
+        path.split('.').fold(self, |value, key| {
+            value
+                .get(key)
+                .unwrap_or_else(|| panic!("{file} has no `{path}` (at `{key}`)"))
+        })
+    }
+
     pub fn get(&self, key: &str) -> Option<&Yaml> {
         match self {
             Yaml::Map(entries) => entries.iter().find(|(k, _)| k == key).map(|(_, v)| v),
@@ -164,4 +200,15 @@ fn the_compose_view_reads_what_it_claims_to() {
         "file order is kept"
     );
     assert_eq!(duration_secs("1m30s"), 90);
+
+    let merged = parse_yaml_merged(
+        "x-base: &base\n  image: i\n  init: true\nservices:\n  a:\n    <<: *base\n    init: false\n",
+    );
+    assert_eq!(merged.at_in("f", "services.a.image").str(), "i");
+    assert_eq!(
+        merged.at_in("f", "services.a.init").str(),
+        "false",
+        "a key the service sets wins over the merged one"
+    );
+    assert!(merged.at_in("f", "services.a").get("<<").is_none());
 }

@@ -2,48 +2,66 @@
 //! `docker/.env.example`, `.dockerignore`, `docker/README.md`) agrees with the binary it
 //! ships. There is no Docker engine on the development machines, so nothing here builds
 //! an image: the files are read ([`dockerfile`], [`compose`], [`files`]) and checked
-//! against the real `gpulab` ([`binary`]: its `serve --help` and `doctor` output), the
-//! real router, and the sources the build embeds. Each check names the file to fix when
-//! it fails. The settings the image runs with are checked here; the image itself in
-//! [`image`].
+//! against the real `gpulab` ([`binary`]: its `serve --help`, `worker --help` and
+//! `doctor` output), the real router, and the sources the build embeds. Each check names
+//! the file to fix when it fails. The settings the image runs with are checked here; the
+//! image itself in [`image`]; the PostgreSQL setup for several GPUs
+//! (`docker/compose.postgres.yaml`, `docker/proxy.conf`) in [`postgres`] and its
+//! Kubernetes manifests (`docker/k8s/`) in [`kubernetes`].
 
 mod binary;
 mod compose;
 mod dockerfile;
 mod files;
 mod image;
+mod kubernetes;
+mod postgres;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
 
 use reqwest::StatusCode;
 
-use binary::{ServeEnv, gpulab_names, read, variables_read_by_the_server};
+use binary::{ServeEnv, files_under, gpulab_names, read, relative, variables_read_by_the_server};
 use compose::{Compose, Yaml};
 use dockerfile::{Dockerfile, exec_form, health_url};
 use files::EnvExample;
 
-use crate::support::spawn;
+use crate::support::{repo_path, spawn};
 
 #[test]
 fn every_gpulab_variable_in_the_docker_files_is_real() {
     let serve = ServeEnv::load();
+    let worker = ServeEnv::worker();
     let direct = variables_read_by_the_server();
     assert!(
         direct.contains("GPULAB_CUDA_INCLUDE"),
         "expected the server to read GPULAB_CUDA_INCLUDE (server/gpu/kernels.rs)"
     );
-    for file in [
+    let mut files: Vec<String> = [
         "docker/Dockerfile",
         "docker/compose.yaml",
+        "docker/compose.postgres.yaml",
         "docker/.env.example",
         "docker/README.md",
-    ] {
+    ]
+    .into_iter()
+    .map(str::to_string)
+    .collect();
+    files.extend(
+        files_under(&repo_path("docker/k8s"))
+            .into_iter()
+            .map(|file| relative(&file)),
+    );
+    for file in &files {
         for name in gpulab_names(&read(file)) {
             assert!(
-                serve.names.contains(&name) || direct.contains(&name),
-                "{file} names {name}, which is neither a `gpulab serve` env var ({:?}) nor read by the server",
-                serve.names
+                serve.names.contains(&name)
+                    || worker.names.contains(&name)
+                    || direct.contains(&name),
+                "{file} names {name}, which is neither a `gpulab serve` env var ({:?}), a `gpulab worker` one ({:?}) nor read by the server",
+                serve.names,
+                worker.names
             );
         }
     }
