@@ -67,8 +67,12 @@ echo "== crash and drain (tests/crash/crash.mjs: SIGKILL mid-stream, SIGTERM mid
 GPULAB_BIN=target/debug/gpulab node tests/crash/crash.mjs
 echo "== load test at CI size (tests/load/run-ci.sh; full size: node tests/load/load.mjs)"
 GPULAB_BIN=target/debug/gpulab bash tests/load/run-ci.sh
+echo "== scale-out on PostgreSQL at CI size (tests/cluster/run-ci.sh: 2 web nodes, 3 workers, a worker and a web node killed; full size: CLUSTER_FULL=1)"
+GPULAB_BIN=target/debug/gpulab bash tests/cluster/run-ci.sh
 echo "== hadolint docker/Dockerfile"
 bash tests/lint-docker.sh
+echo "== Kubernetes manifests (tests/lint-k8s.sh, offline schemas)"
+bash tests/lint-k8s.sh
 echo "== GPU tests (they run only where a GPU is present; GPULAB_REQUIRE_GPU=1 makes a missing GPU fail)"
 cargo test --locked --test main gpu:: -- --nocapture
 echo "== gpulab doctor"
