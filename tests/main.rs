@@ -27,4 +27,5 @@ mod openapi;
 mod predictions;
 mod quiz;
 mod reference_runs;
+mod scale_out;
 mod support;

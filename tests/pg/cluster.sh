@@ -12,6 +12,8 @@
 #                                        # prints the URL (the only thing on stdout)
 #   bash tests/pg/cluster.sh url DIR     # prints the URL again (also in DIR/url)
 #   bash tests/pg/cluster.sh stop DIR    # pg_ctl stop -m fast, then removes DIR
+#   bash tests/pg/cluster.sh pause DIR   # stops the server, keeps DIR (a restart test)
+#   bash tests/pg/cluster.sh resume DIR  # starts it again on the same port
 #
 # The URL: postgres://postgres@127.0.0.1:PORT/postgres (superuser "postgres", trust
 # authentication, loopback only). DIR holds data/ (the cluster), the server's unix
@@ -25,7 +27,7 @@
 set -euo pipefail
 
 usage() {
-  echo "usage: $0 start DIR | url DIR | stop DIR" >&2
+  echo "usage: $0 start DIR | url DIR | stop DIR | pause DIR | resume DIR" >&2
   exit 2
 }
 die() {
@@ -160,9 +162,21 @@ stop() {
   rm -rf "$dir"
 }
 
+pause() {
+  [[ -f $dir/url ]] || die "no server started in $dir"
+  as_pg "$(find_bindir)/pg_ctl" stop --pgdata="$dir/data" --mode=fast --wait --timeout=30 --silent
+}
+
+resume() {
+  [[ -f $dir/url ]] || die "no server started in $dir"
+  as_pg "$(find_bindir)/pg_ctl" start --pgdata="$dir/data" --log="$dir/log" --wait --timeout=30 --silent >/dev/null
+}
+
 case $command in
 start) start ;;
 stop) stop ;;
+pause) pause ;;
+resume) resume ;;
 url) [[ -f $dir/url ]] || die "no server started in $dir"; cat "$dir/url" ;;
 *) usage ;;
 esac
