@@ -306,6 +306,13 @@ CREATE TABLE playground_calls (
 );
 CREATE INDEX playground_calls_by_worker ON playground_calls(worker, id);
 ",
+    // Instructor sign-ins shared by the web nodes of a class (SHA-256 of the cookie).
+    r"
+CREATE TABLE instructor_sessions (
+    id         TEXT PRIMARY KEY,
+    created_at REAL NOT NULL
+);
+",
 ];
 
 impl Db {

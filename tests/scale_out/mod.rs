@@ -6,6 +6,7 @@
 //! is `tests/cluster/` (Node, run by tests/run.sh).
 
 mod copy;
+mod instructor;
 mod playground;
 mod restart;
 
@@ -41,12 +42,14 @@ pub fn class_database() -> Option<(String, Db, Scratch)> {
 
 /// A web node on `url`.
 pub fn web_node(url: &str) -> BinaryServer {
-    BinaryServer::launch(
-        Path::new(url),
-        &["--role", "web"],
-        &[("GPULAB_EXPERIMENTS_PER_MINUTE", "0")],
-        &[],
-    )
+    web_node_with(url, &[])
+}
+
+/// A web node on `url` with extra environment variables.
+pub fn web_node_with(url: &str, env: &[(&str, &str)]) -> BinaryServer {
+    let mut all = vec![("GPULAB_EXPERIMENTS_PER_MINUTE", "0")];
+    all.extend_from_slice(env);
+    BinaryServer::launch(Path::new(url), &["--role", "web"], &all, &[])
 }
 
 /// A `gpulab worker` process, killed when dropped.

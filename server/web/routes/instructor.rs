@@ -42,17 +42,29 @@ fn token(state: &AppState) -> Result<&str, AppError> {
 /// and the network address (for the sign-in guard).
 pub struct Caller {
     session: Option<String>,
+    /// On a web node of a class: the session is signed in (the database keeps the
+    /// class's sign-ins, so every web node knows them).
+    signed_in_for_class: bool,
     bearer: Option<String>,
     address: Option<IpAddr>,
 }
 
-impl<S: Send + Sync> FromRequestParts<S> for Caller {
+impl FromRequestParts<AppState> for Caller {
     type Rejection = std::convert::Infallible;
 
-    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
+    async fn from_request_parts(
+        parts: &mut Parts,
+        state: &AppState,
+    ) -> Result<Self, Self::Rejection> {
         let jar = CookieJar::from_request_parts(parts, state).await?;
+        let session = jar.get(SESSION_COOKIE).map(|c| c.value().to_string());
+        let signed_in_for_class = match &session {
+            Some(id) if state.engine.is_shared() => shared_session(state, id).await,
+            _ => false,
+        };
         Ok(Self {
-            session: jar.get(SESSION_COOKIE).map(|c| c.value().to_string()),
+            session,
+            signed_in_for_class,
             bearer: parts
                 .headers
                 .get(header::AUTHORIZATION)
@@ -68,13 +80,17 @@ impl<S: Send + Sync> FromRequestParts<S> for Caller {
 /// counts as a sign-in attempt for the guard, like the form.
 fn authorised(state: &AppState, caller: &Caller) -> Result<bool, AppError> {
     let expected = token(state)?;
-    let session = caller.session.as_ref().is_some_and(|id| {
-        state
-            .instructor_sessions
-            .lock()
-            .map(|s| s.contains(id))
-            .unwrap_or(false)
-    });
+    let session = if state.engine.is_shared() {
+        caller.signed_in_for_class
+    } else {
+        caller.session.as_ref().is_some_and(|id| {
+            state
+                .instructor_sessions
+                .lock()
+                .map(|s| s.contains(id))
+                .unwrap_or(false)
+        })
+    };
     if session {
         return Ok(true);
     }
@@ -242,8 +258,27 @@ pub async fn login(
         return Ok((StatusCode::UNAUTHORIZED, Html(page.render()?)).into_response());
     }
     let session = random_token();
-    if let Ok(mut sessions) = state.instructor_sessions.lock() {
+    if !state.engine.is_shared()
+        && let Ok(mut sessions) = state.instructor_sessions.lock()
+    {
         sessions.insert(session.clone());
+    }
+    if state.engine.is_shared() {
+        let hashed = session_key(&session);
+        state
+            .db
+            .run(move |tx| {
+                let now = crate::engine::shared_queue::NOW;
+                tx.execute(
+                    &format!("DELETE FROM instructor_sessions WHERE created_at < {now} - ?1"),
+                    crate::params![SESSION_SECS],
+                )?;
+                tx.execute(
+                    &format!("INSERT INTO instructor_sessions (id, created_at) VALUES (?1, {now})"),
+                    crate::params![hashed],
+                )
+            })
+            .await?;
     }
     let mut response = Redirect::to("/instructor").into_response();
     response.headers_mut().append(
@@ -260,5 +295,50 @@ pub async fn logout(State(state): State<AppState>, jar: CookieJar) -> Redirect {
     {
         sessions.remove(cookie.value());
     }
+    if let Some(cookie) = jar.get(SESSION_COOKIE).filter(|_| state.engine.is_shared()) {
+        let hashed = session_key(cookie.value());
+        let signed_out = state
+            .db
+            .run(move |tx| {
+                tx.execute(
+                    "DELETE FROM instructor_sessions WHERE id = ?1",
+                    crate::params![hashed],
+                )
+            })
+            .await;
+        if let Err(error) = signed_out {
+            tracing::warn!(%error, "could not end the instructor session on the other web nodes");
+        }
+    }
     Redirect::to("/instructor")
+}
+
+/// How long an instructor sign-in lasts (the cookie's one day).
+const SESSION_SECS: f64 = 24.0 * 3600.0;
+
+/// What the database keeps of a session: its SHA-256, so reading the table signs no one in.
+fn session_key(session: &str) -> String {
+    use sha2::Digest;
+    sha2::Sha256::digest(session.as_bytes())
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// Whether `session` was signed in on any web node of the class in the last day.
+async fn shared_session(state: &AppState, session: &str) -> bool {
+    let hashed = session_key(session);
+    let found = state
+        .db
+        .run(move |tx| {
+            let sql = format!(
+                "SELECT 1 FROM instructor_sessions WHERE id = ?1 AND created_at > {} - ?2",
+                crate::engine::shared_queue::NOW
+            );
+            Ok(tx
+                .query_opt(&sql, crate::params![hashed, SESSION_SECS])?
+                .is_some())
+        })
+        .await;
+    found.unwrap_or(false)
 }
