@@ -313,6 +313,12 @@ CREATE TABLE instructor_sessions (
     created_at REAL NOT NULL
 );
 ",
+    // A class round's state, so every web node of a class shows the same round.
+    r"
+ALTER TABLE rounds ADD COLUMN status TEXT;
+ALTER TABLE rounds ADD COLUMN error TEXT;
+ALTER TABLE rounds ADD COLUMN closed INTEGER NOT NULL DEFAULT 0;
+",
 ];
 
 impl Db {

@@ -7,13 +7,89 @@
 use super::predictions::PredictionRow;
 use super::{DbError, Tx, migrations};
 
-/// Creates a round; returns its id.
+/// Creates a round (closing any other); returns its id.
 pub fn open(tx: &mut Tx, experiment: &str, quantity: &str, params: &str) -> Result<i64, DbError> {
+    close(tx)?;
     tx.query_row(
-        "INSERT INTO rounds (experiment, quantity, params) VALUES (?1, ?2, ?3) RETURNING id",
+        "INSERT INTO rounds (experiment, quantity, params, status) VALUES (?1, ?2, ?3, 'open') RETURNING id",
         crate::params![experiment, quantity, params],
     )?
     .get(0)
+}
+
+/// Ends the round in progress, if any (pages stop showing it).
+pub fn close(tx: &mut Tx) -> Result<(), DbError> {
+    tx.execute(
+        "UPDATE rounds SET closed = 1 WHERE closed = 0",
+        crate::params![],
+    )?;
+    Ok(())
+}
+
+/// Sets round `round`'s status (`open`, `running`, `revealed`, `failed`) and error.
+pub fn set_status(
+    tx: &mut Tx,
+    round: i64,
+    status: &str,
+    error: Option<&str>,
+) -> Result<(), DbError> {
+    tx.execute(
+        "UPDATE rounds SET status = ?2, error = ?3 WHERE id = ?1",
+        crate::params![round, status, error],
+    )?;
+    Ok(())
+}
+
+/// A round as stored.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StoredRound {
+    /// Its id.
+    pub id: i64,
+    /// The experiment's name.
+    pub experiment: String,
+    /// The quantity asked.
+    pub quantity: String,
+    /// The parameters, as JSON.
+    pub params: String,
+    /// `open`, `running`, `revealed` or `failed`.
+    pub status: String,
+    /// The measurement, once revealed.
+    pub measured: Option<f64>,
+    /// Why the run failed.
+    pub error: Option<String>,
+    /// Every student's prediction.
+    pub predictions: Vec<(String, f64)>,
+}
+
+/// The round in progress (not closed), with its predictions, if any.
+pub fn current(tx: &mut Tx) -> Result<Option<StoredRound>, DbError> {
+    let Some(row) = tx.query_opt(
+        "SELECT id, experiment, quantity, params, status, measured, error FROM rounds
+         WHERE closed = 0 AND status IS NOT NULL ORDER BY id DESC LIMIT 1",
+        crate::params![],
+    )?
+    else {
+        return Ok(None);
+    };
+    let id: i64 = row.get(0)?;
+    let predictions = tx
+        .query(
+            "SELECT student_id, predicted FROM round_predictions WHERE round_id = ?1",
+            crate::params![id],
+        )?
+        .iter()
+        .map(|r| Ok((r.get(0)?, r.get(1)?)))
+        .collect::<Result<_, DbError>>()?;
+    Ok(Some(StoredRound {
+        id,
+        experiment: row.get(1)?,
+        quantity: row.get(2)?,
+        params: row.get(3)?,
+        status: row.get(4)?,
+        measured: row.get(5)?,
+        error: row.get(6)?,
+        predictions,
+    }))
 }
 
 /// Stores (or replaces) `student`'s prediction in round `round`.
@@ -45,8 +121,8 @@ pub fn reveal(tx: &mut Tx, round: i64, template: &PredictionRow) -> Result<usize
     let now = migrations::now(tx);
     tx.execute(
         &format!(
-            "UPDATE rounds SET measured = ?2, backend = ?3, device = ?4, revealed_at = {now}
-             WHERE id = ?1"
+            "UPDATE rounds SET measured = ?2, backend = ?3, device = ?4, revealed_at = {now},
+                    status = 'revealed' WHERE id = ?1"
         ),
         crate::params![round, template.measured, template.backend, template.device],
     )?;
@@ -124,6 +200,40 @@ mod tests {
                 })
                 .unwrap();
             assert!(revealed.is_some_and(|at| at.ends_with('Z')), "{engine}");
+        }
+    }
+
+    #[test]
+    fn the_current_round_is_the_last_opened_until_closed() {
+        for (engine, db, _scratch) in backends() {
+            assert_eq!(db.run_blocking(current).unwrap(), None, "{engine}");
+            let first = db.run_blocking(|tx| open(tx, "timing", "q", "{}")).unwrap();
+            let second = db
+                .run_blocking(|tx| open(tx, "streams", "s", "{}"))
+                .unwrap();
+            db.run_blocking(|tx| {
+                predict(tx, second, "ann", 2.0)?;
+                set_status(tx, second, "failed", Some("no GPU"))
+            })
+            .unwrap();
+            let now = db.run_blocking(current).unwrap().unwrap();
+            assert_ne!(
+                now.id, first,
+                "opening a round closes the one before: {engine}"
+            );
+            assert_eq!(
+                (
+                    now.id,
+                    now.experiment.as_str(),
+                    now.status.as_str(),
+                    now.error.as_deref()
+                ),
+                (second, "streams", "failed", Some("no GPU")),
+                "{engine}"
+            );
+            assert_eq!(now.predictions, vec![("ann".to_string(), 2.0)], "{engine}");
+            db.run_blocking(close).unwrap();
+            assert_eq!(db.run_blocking(current).unwrap(), None, "{engine}");
         }
     }
 }

@@ -9,6 +9,7 @@ mod copy;
 mod instructor;
 mod playground;
 mod restart;
+mod round;
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};

@@ -106,6 +106,57 @@ fn lock(slot: &RoundSlot) -> std::sync::MutexGuard<'_, Option<Round>> {
         .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
+/// On a web node of a class, reads the round from the database, where every web node
+/// writes it, so each shows the same round; one server keeps it in memory only.
+pub async fn sync(state: &AppState) -> Result<(), AppError> {
+    if !state.engine.is_shared() {
+        return Ok(());
+    }
+    let stored = state.db.run(rounds::current).await?;
+    let round = stored.and_then(|stored| {
+        let experiment = crate::experiments::find(&stored.experiment)?;
+        Some(Round {
+            id: stored.id,
+            experiment: experiment.name(),
+            title: experiment.title(),
+            params: serde_json::from_str(&stored.params).unwrap_or_default(),
+            question: state.course.predictions.get(&stored.quantity)?.clone(),
+            status: match stored.status.as_str() {
+                "open" => Status::Open,
+                "running" => Status::Running,
+                "revealed" => Status::Revealed,
+                _ => Status::Failed,
+            },
+            measured: stored.measured,
+            error: stored.error,
+            predictions: stored.predictions.into_iter().collect(),
+        })
+    });
+    *lock(&state.round) = round;
+    Ok(())
+}
+
+/// Sets round `round`'s status here and in the database (for the other web nodes).
+async fn mark(state: &AppState, round: i64, status: Status, error: Option<String>) {
+    if let Some(r) = lock(&state.round).as_mut().filter(|r| r.id == round) {
+        r.status = status;
+        r.error.clone_from(&error);
+    }
+    let name = match status {
+        Status::Open => "open",
+        Status::Running => "running",
+        Status::Revealed => "revealed",
+        Status::Failed => "failed",
+    };
+    let stored = state
+        .db
+        .run(move |tx| rounds::set_status(tx, round, name, error.as_deref()))
+        .await;
+    if let Err(error) = stored {
+        tracing::warn!(%error, round, "could not store the class round's status");
+    }
+}
+
 #[utoipa::path(get, path = "/api/round", tag = "predictions",
     responses((status = 200, description = "The class round, if the instructor opened one", body = CurrentRound)))]
 /// `GET /api/round`: the class round as this student sees it.
@@ -113,6 +164,9 @@ pub async fn current(
     State(state): State<AppState>,
     Extension(student): Extension<StudentId>,
 ) -> Json<CurrentRound> {
+    if let Err(error) = sync(&state).await {
+        tracing::warn!(%error, "could not read the class round");
+    }
     let guard = lock(&state.round);
     Json(CurrentRound {
         round: guard.as_ref().map(|r| {
@@ -167,6 +221,7 @@ pub async fn predict(
         ))
     })?;
     let predicted = prediction::check(sent.predicted).map_err(AppError::Invalid)?;
+    sync(&state).await?;
     let open = lock(&state.round)
         .as_ref()
         .is_some_and(|r| r.id == sent.round && r.status == Status::Open);
@@ -241,6 +296,7 @@ pub async fn open(
 /// `POST /instructor/round/close`: ends the round (pages stop showing it).
 pub async fn close(State(state): State<AppState>, caller: Caller) -> Result<Redirect, AppError> {
     require(&state, &caller)?;
+    state.db.run(rounds::close).await?;
     *lock(&state.round) = None;
     Ok(Redirect::to("/instructor#round"))
 }
@@ -249,24 +305,25 @@ pub async fn close(State(state): State<AppState>, caller: Caller) -> Result<Redi
 /// a task reveals the result when it is measured.
 pub async fn run(State(state): State<AppState>, caller: Caller) -> Result<Redirect, AppError> {
     require(&state, &caller)?;
+    sync(&state).await?;
     let (round, experiment, params) = {
-        let mut guard = lock(&state.round);
-        let Some(r) = guard.as_mut().filter(|r| r.status == Status::Open) else {
+        let guard = lock(&state.round);
+        let Some(r) = guard.as_ref().filter(|r| r.status == Status::Open) else {
             return Err(AppError::Conflict(
                 "No round is open: open one first.".into(),
             ));
         };
-        r.status = Status::Running;
         (r.id, r.experiment, r.params.clone())
     };
-    let fail = |state: &AppState, message: String| {
-        if let Some(r) = lock(&state.round).as_mut().filter(|r| r.id == round) {
-            r.status = Status::Failed;
-            r.error = Some(message);
-        }
-    };
+    mark(&state, round, Status::Running, None).await;
     let Some(entry) = crate::experiments::find(experiment) else {
-        fail(&state, format!("no experiment `{experiment}`"));
+        mark(
+            &state,
+            round,
+            Status::Failed,
+            Some(format!("no experiment `{experiment}`")),
+        )
+        .await;
         return Ok(Redirect::to("/instructor#round"));
     };
     let job = entry
@@ -276,10 +333,11 @@ pub async fn run(State(state): State<AppState>, caller: Caller) -> Result<Redire
         Ok((id, _)) => {
             tokio::spawn(reveal_when_done(state.clone(), round, id));
         }
-        Err(refused) => fail(
-            &state,
-            format!("the queue refused the run ({refused:?}); open the round again and retry"),
-        ),
+        Err(refused) => {
+            let why =
+                format!("the queue refused the run ({refused:?}); open the round again and retry");
+            mark(&state, round, Status::Failed, Some(why)).await;
+        }
     }
     Ok(Redirect::to("/instructor#round"))
 }
@@ -325,17 +383,15 @@ async fn reveal_when_done(state: AppState, round: i64, job: u64) {
         }
         Err(error) => Err(error),
     };
-    if let Some(r) = lock(&state.round).as_mut().filter(|r| r.id == round) {
-        match outcome {
-            Ok(value) => {
+    match outcome {
+        // `rounds::reveal` stored the status with the measurement.
+        Ok(value) => {
+            if let Some(r) = lock(&state.round).as_mut().filter(|r| r.id == round) {
                 r.measured = value;
                 r.status = Status::Revealed;
             }
-            Err(error) => {
-                r.status = Status::Failed;
-                r.error = Some(error);
-            }
         }
+        Err(error) => mark(&state, round, Status::Failed, Some(error)).await,
     }
 }
 

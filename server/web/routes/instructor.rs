@@ -206,7 +206,10 @@ pub async fn gradebook(
         dir: if view.descending { "desc" } else { "asc" },
         missed: missed_in_course_order(&state.course, class.missed),
         live: live_view(&state).await?,
-        round: super::class_round::instructor_view(&state.round),
+        round: {
+            super::class_round::sync(&state).await?;
+            super::class_round::instructor_view(&state.round)
+        },
         round_choices: crate::experiments::REGISTRY
             .iter()
             .map(|e| (e.name(), e.title()))
