@@ -69,17 +69,23 @@ impl DbError {
     pub fn is_unavailable(&self) -> bool {
         match self {
             Self::Unavailable(_) => true,
-            Self::Postgres(e) => {
-                e.is_closed()
-                    || e.as_db_error().is_none_or(|db| {
-                        // 08: connection exceptions; 57P: the server shutting down.
-                        let code = db.code().code();
-                        code.starts_with("08") || code.starts_with("57P")
-                    })
-            }
+            Self::Postgres(e) => connection_lost(e),
             _ => false,
         }
     }
+}
+
+/// Whether a PostgreSQL error is the connection or the server going away (not a refusal
+/// of the statement).
+fn connection_lost(e: &postgres::Error) -> bool {
+    let io = std::error::Error::source(e).is_some_and(|s| s.is::<std::io::Error>());
+    e.is_closed()
+        || io
+        || e.as_db_error().is_some_and(|db| {
+            // 08: connection exceptions; 57P: the server shutting down.
+            let code = db.code().code();
+            code.starts_with("08") || code.starts_with("57P")
+        })
 }
 
 /// Where the data lives: what `--database` names.
@@ -368,6 +374,9 @@ impl Db {
                 let pool = r2d2::Pool::builder()
                     .max_size(pool_size.max(1))
                     .min_idle(Some(1))
+                    // No test query per checkout (a round trip per transaction): a
+                    // connection the server closed is caught at BEGIN and replaced.
+                    .test_on_check_out(false)
                     .connection_timeout(Duration::from_secs(5))
                     .build(manager)?;
                 let db = Self {
@@ -435,13 +444,47 @@ impl Db {
                     .as_ref()
                     .ok_or(DbError::Task("the database is closing".into()))?;
                 let mut client = pool.get()?;
-                let mut tx = Tx::Postgres(client.transaction()?);
-                let value = f(&mut tx)?;
-                let Tx::Postgres(tx) = tx else {
-                    unreachable!("a PostgreSQL store opens PostgreSQL transactions")
-                };
-                tx.commit()?;
-                Ok(value)
+                let mut work = Some(f);
+                // A pooled connection the server closed (a restart) fails at BEGIN, when
+                // nothing has run yet: drop it (the pool discards a closed connection) and
+                // take another, or a fresh one.
+                let mut spare = pool.max_size();
+                loop {
+                    let error = match client.transaction() {
+                        Ok(tx) => {
+                            let mut tx = Tx::Postgres(tx);
+                            let f = work.take().ok_or(DbError::NoRow)?;
+                            let value = f(&mut tx)?;
+                            let Tx::Postgres(tx) = tx else {
+                                unreachable!("a PostgreSQL store opens PostgreSQL transactions")
+                            };
+                            tx.commit()?;
+                            return Ok(value);
+                        }
+                        Err(error) => error,
+                    };
+                    if spare == 0 || !connection_lost(&error) {
+                        return Err(error.into());
+                    }
+                    spare -= 1;
+                    client = pool.get()?;
+                }
+            }
+        }
+    }
+
+    /// Runs `f`, which must run **one** statement, on a PostgreSQL connection outside a
+    /// transaction (the statement commits by itself, in one round trip: the queue's
+    /// claim). On SQLite it is [`Db::run_blocking`].
+    pub fn run_one<T>(&self, f: impl FnOnce(&mut Tx) -> Result<T, DbError>) -> Result<T, DbError> {
+        match &*self.store {
+            Store::Sqlite(_) => self.run_blocking(f),
+            Store::Postgres(pool) => {
+                let pool = pool
+                    .as_ref()
+                    .ok_or(DbError::Task("the database is closing".into()))?;
+                let mut client = pool.get()?;
+                f(&mut Tx::PostgresStatement(&mut client))
             }
         }
     }

@@ -168,6 +168,9 @@ pub enum Tx<'a> {
     Sqlite(rusqlite::Transaction<'a>),
     /// A PostgreSQL transaction.
     Postgres(postgres::Transaction<'a>),
+    /// A PostgreSQL connection outside a transaction: each statement commits by itself
+    /// ([`crate::db::Db::run_one`], for a single statement in one round trip).
+    PostgresStatement(&'a mut postgres::Client),
 }
 
 impl Tx<'_> {
@@ -175,7 +178,7 @@ impl Tx<'_> {
     pub fn dialect(&self) -> Dialect {
         match self {
             Self::Sqlite(_) => Dialect::Sqlite,
-            Self::Postgres(_) => Dialect::Postgres,
+            Self::Postgres(_) | Self::PostgresStatement(_) => Dialect::Postgres,
         }
     }
 
@@ -189,6 +192,11 @@ impl Tx<'_> {
             Self::Postgres(tx) => {
                 let values = pg_values(params);
                 let changed = tx.execute_typed(&placeholders(sql), &pg_refs(&values))?;
+                Ok(usize::try_from(changed).unwrap_or(usize::MAX))
+            }
+            Self::PostgresStatement(client) => {
+                let values = pg_values(params);
+                let changed = client.execute_typed(&placeholders(sql), &pg_refs(&values))?;
                 Ok(usize::try_from(changed).unwrap_or(usize::MAX))
             }
         }
@@ -216,6 +224,11 @@ impl Tx<'_> {
                 let rows = tx.query_typed(&placeholders(sql), &pg_refs(&values))?;
                 rows.iter().map(from_pg_row).collect()
             }
+            Self::PostgresStatement(client) => {
+                let values = pg_values(params);
+                let rows = client.query_typed(&placeholders(sql), &pg_refs(&values))?;
+                rows.iter().map(from_pg_row).collect()
+            }
         }
     }
 
@@ -238,6 +251,7 @@ impl Tx<'_> {
         match self {
             Self::Sqlite(tx) => Ok(tx.execute_batch(sql)?),
             Self::Postgres(tx) => Ok(tx.batch_execute(sql)?),
+            Self::PostgresStatement(client) => Ok(client.batch_execute(sql)?),
         }
     }
 }

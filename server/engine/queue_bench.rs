@@ -95,9 +95,8 @@ pub fn postgres(db: &Db, workers: usize, jobs: usize) -> Result<QueueBenchRow, D
                 let name = format!("{BENCH_OWNER}-{w}");
                 loop {
                     let t0 = Instant::now();
-                    let Some(job) = db.run_blocking(|tx| {
-                        shared_worker::claim(tx, &name, Duration::from_secs(30))
-                    })?
+                    let Some(job) =
+                        db.run_one(|tx| shared_worker::claim(tx, &name, Duration::from_secs(30)))?
                     else {
                         return Ok(());
                     };

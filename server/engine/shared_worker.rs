@@ -151,7 +151,7 @@ pub(crate) fn claim(tx: &mut Tx, name: &str, lease: Duration) -> Result<Option<C
 
 pub(crate) fn renew(tx: &mut Tx, id: u64, name: &str, lease: Duration) -> Result<bool, DbError> {
     tx.execute(
-        &format!("UPDATE workers SET seen_at = {NOW} WHERE name = ?1"),
+        &format!("UPDATE workers SET seen_at = {NOW}, running = 1 WHERE name = ?1"),
         params![name],
     )?;
     let held = tx.execute(
@@ -253,18 +253,27 @@ pub fn serve(db: &Db, settings: &WorkerSettings, stop: &Arc<AtomicBool>) -> Resu
     };
     let mut listener = Listener::new(CHANNEL);
     let mut failures = 0u32;
+    let mut housekept = Instant::now() - Duration::from_secs(60);
     while !stop.load(Ordering::Relaxed) {
-        let claimed = db.run_blocking(|tx| {
-            let put_back = reap(tx)?;
-            if put_back > 0 {
-                tracing::warn!(
-                    jobs = put_back,
-                    "jobs whose worker stopped were put back or failed"
-                );
+        // Once a second: put back jobs whose worker died, and say this one is alive.
+        if housekept.elapsed() >= Duration::from_secs(1) {
+            housekept = Instant::now();
+            let kept = db.run_blocking(|tx| {
+                let put_back = reap(tx)?;
+                if put_back > 0 {
+                    tracing::warn!(
+                        jobs = put_back,
+                        "jobs whose worker stopped were put back or failed"
+                    );
+                }
+                register(tx, name, &card, false)
+            });
+            if let Err(error) = kept {
+                tracing::warn!(%error, "the class queue is unreachable");
             }
-            register(tx, name, &card, true)?;
-            claim(tx, name, settings.lease)
-        });
+        }
+        // One statement, committed by itself: the claim is one round trip.
+        let claimed = db.run_one(|tx| claim(tx, name, settings.lease));
         match claimed {
             Ok(Some(job)) => {
                 failures = 0;
@@ -272,7 +281,6 @@ pub fn serve(db: &Db, settings: &WorkerSettings, stop: &Arc<AtomicBool>) -> Resu
             }
             Ok(None) => {
                 failures = 0;
-                let _ = db.run_blocking(|tx| register(tx, name, &card, false));
                 listener.wait(db, Duration::from_millis(500));
             }
             Err(error) => {
