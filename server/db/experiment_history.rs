@@ -5,6 +5,7 @@
 
 use serde::Serialize;
 
+use super::sql::{ToValue, Value};
 use super::{DbError, Tx};
 
 /// Longest parameter summary or error message stored, in characters.
@@ -45,21 +46,34 @@ fn clip(text: &str) -> String {
     text.chars().take(MAX_TEXT_CHARS).collect()
 }
 
+/// The columns [`record`] fills, and the values it binds (texts clipped to
+/// [`MAX_TEXT_CHARS`]), for a statement that also does something else (the class
+/// queue's completion inserts the run in the statement that stores the result).
+pub const COLUMNS: &str = "student_id, experiment, params, backend, device, duration_ms, ok, error";
+
+/// The values of `run` for [`COLUMNS`], in order.
+pub fn values(run: &ExperimentRun) -> Vec<Value> {
+    vec![
+        Value::Text(run.student_id.clone()),
+        Value::Text(run.experiment.clone()),
+        Value::Text(clip(&run.params)),
+        Value::Text(run.backend.clone()),
+        Value::Text(run.device.clone()),
+        Value::Int(i64::try_from(run.duration_ms).unwrap_or(i64::MAX)),
+        Value::Int(i64::from(run.ok)),
+        run.error
+            .as_deref()
+            .map_or(Value::Null, |e| Value::Text(clip(e))),
+    ]
+}
+
 /// Stores `run` (its texts clipped to [`MAX_TEXT_CHARS`]).
 pub fn record(tx: &mut Tx, run: &ExperimentRun) -> Result<(), DbError> {
+    let values = values(run);
+    let params: Vec<&dyn ToValue> = values.iter().map(|v| v as &dyn ToValue).collect();
     tx.execute(
-        "INSERT INTO experiment_runs (student_id, experiment, params, backend, device, duration_ms, ok, error)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
-        crate::params![
-            run.student_id,
-            run.experiment,
-            clip(&run.params),
-            run.backend,
-            run.device,
-            i64::try_from(run.duration_ms).unwrap_or(i64::MAX),
-            run.ok,
-            run.error.as_deref().map(clip),
-        ],
+        &format!("INSERT INTO experiment_runs ({COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)"),
+        &params,
     )?;
     Ok(())
 }

@@ -111,7 +111,7 @@ pub fn postgres(db: &Db, workers: usize, jobs: usize) -> Result<QueueBenchRow, D
                         t0.elapsed(),
                         &state,
                     );
-                    db.run_blocking(|tx| shared_worker::complete(tx, &job, &name, &state, report))?;
+                    db.run_one(|tx| shared_worker::complete(tx, &job, &name, &state, report))?;
                     if let Ok(mut l) = latencies.lock() {
                         l.push(t0.elapsed());
                     }

@@ -23,6 +23,7 @@ use super::worker::Worker;
 use crate::config::Limits;
 use crate::db::experiment_history::{self, ExperimentRun};
 use crate::db::predictions::{self, PredictionRow};
+use crate::db::sql::Value;
 use crate::db::{Db, DbError, Tx};
 use crate::gpu::DeviceCard;
 use crate::params;
@@ -165,7 +166,9 @@ pub(crate) fn renew(tx: &mut Tx, id: u64, name: &str, lease: Duration) -> Result
 }
 
 /// Stores the outcome, the run history and the prediction, if this worker still holds
-/// the job; false when it does not (its lease expired and the job went back).
+/// the job; false when it does not (its lease expired and the job went back). One
+/// statement (the result and the history row together) when there is no prediction,
+/// else one transaction: run it with [`Db::run_one`] only when `report` has no prediction.
 pub(crate) fn complete(
     tx: &mut Tx,
     job: &Claimed,
@@ -182,18 +185,31 @@ pub(crate) fn complete(
             Some("the experiment ended without a result".to_string()),
         ),
     };
+    let (run, prediction) = history_rows(report);
+    let mut values = vec![
+        Value::Int(i64::try_from(job.id).unwrap_or(i64::MAX)),
+        Value::Text(name.to_string()),
+        Value::Text(status.to_string()),
+        result.map_or(Value::Null, Value::Text),
+        error.map_or(Value::Null, Value::Text),
+    ];
+    values.extend(experiment_history::values(&run));
+    let params: Vec<&dyn crate::db::sql::ToValue> = values.iter().map(|v| v as _).collect();
+    // The run is inserted only if the job was still this worker's: the count says which.
     let held = tx.execute(
         &format!(
-            "UPDATE jobs SET status = ?3, result = ?4, error = ?5, finished_at = {NOW}, lease_until = NULL
-             WHERE id = ?1 AND worker = ?2 AND status = 'running'"
+            "WITH done AS (
+               UPDATE jobs SET status = ?3, result = ?4, error = ?5, finished_at = {NOW}, lease_until = NULL
+               WHERE id = ?1 AND worker = ?2 AND status = 'running' RETURNING id)
+             INSERT INTO experiment_runs ({})
+             SELECT ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13 FROM done",
+            experiment_history::COLUMNS
         ),
-        params![job.id, name, status, result, error],
+        &params,
     )?;
     if held != 1 {
         return Ok(false);
     }
-    let (run, prediction) = history_rows(report);
-    experiment_history::record(tx, &run)?;
     if let Some(row) = &prediction {
         predictions::record(tx, row)?;
     }
@@ -370,7 +386,13 @@ fn run_one(
     );
     let mut delay = Duration::from_millis(100);
     loop {
-        match db.run_blocking(|tx| complete(tx, job, &settings.name, &state, report.clone())) {
+        let store = |tx: &mut Tx| complete(tx, job, &settings.name, &state, report.clone());
+        let stored = if report.prediction.is_some() {
+            db.run_blocking(store)
+        } else {
+            db.run_one(store)
+        };
+        match stored {
             Ok(true) => return,
             Ok(false) => {
                 tracing::error!(
