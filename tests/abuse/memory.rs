@@ -108,7 +108,9 @@ async fn allocating_does_not_stall_other_requests() {
         }));
     }
     tokio::time::sleep(Duration::from_millis(300)).await;
-    let p99 = healthz_p99(&base, scale(100, 400)).await;
+    // p99 of 300: one scheduling hiccup of this 2-core box (4 threads filling 256 MiB each)
+    // is not a stall; blocking the async workers would slow a whole run of requests.
+    let p99 = healthz_p99(&base, scale(300, 400)).await;
     let rounds: usize = futures_sum(churners).await;
     assert!(rounds >= 4, "the churn ran ({rounds} rounds)");
     assert!(
