@@ -8,6 +8,7 @@ use std::process::Command;
 use serde_json::{Value, json};
 
 use super::{class_database, web_node};
+use crate::support::client::{json, send_json};
 use crate::support::quiz::json_answers;
 use crate::support::{spawn_with, student, test_config};
 
@@ -40,24 +41,14 @@ async fn db_copy_moves_a_sqlite_gradebook_into_postgres_checked() {
                 .unwrap();
             assert!(response.status().is_success());
         }
-        let queued: Value = client
-            .post(format!("{}/api/experiments/timing?predict=3", app.base))
-            .json(&json!({}))
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
+        let queued: Value = send_json(
+            client
+                .post(format!("{}/api/experiments/timing?predict=3", app.base))
+                .json(&json!({})),
+        )
+        .await;
         crate::support::jobs::wait_for_as(&app, &client, queued["job_id"].as_u64().unwrap()).await;
-        client
-            .get(format!("{}/me/export", app.base))
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap()
+        json(&client, &format!("{}/me/export", app.base)).await
     };
     assert_eq!(before["attempts"].as_array().unwrap().len(), 3);
     assert_eq!(before["predictions"].as_array().unwrap().len(), 1);
@@ -105,14 +96,7 @@ async fn db_copy_moves_a_sqlite_gradebook_into_postgres_checked() {
     );
 
     let web = web_node(&url);
-    let after: Value = client
-        .get(format!("{}/me/export", web.base))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let after: Value = json(&client, &format!("{}/me/export", web.base)).await;
     assert_eq!(
         after["attempts"], before["attempts"],
         "the same attempts, ids and times included"

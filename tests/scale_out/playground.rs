@@ -7,6 +7,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use super::{Worker, class_database, web_node};
+use crate::support::client::{json, send_json};
 use crate::support::student;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -17,28 +18,18 @@ async fn a_playground_lives_in_one_worker_and_every_web_node_reaches_it() {
     let workers = [Worker::start(&url, "w1"), Worker::start(&url, "w2")];
     let (web1, web2) = (web_node(&url), web_node(&url));
     let client = student();
-    let allocated: Value = client
-        .post(format!("{}/api/playground/tensors", web1.base))
-        .json(&json!({"name": "weights", "mib": 2}))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let allocated: Value = send_json(
+        client
+            .post(format!("{}/api/playground/tensors", web1.base))
+            .json(&json!({"name": "weights", "mib": 2})),
+    )
+    .await;
     assert_eq!(
         allocated["pool"]["tensors"]["weights"],
         2 * 1024 * 1024,
         "{allocated}"
     );
-    let seen: Value = client
-        .get(format!("{}/api/playground", web2.base))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let seen: Value = json(&client, &format!("{}/api/playground", web2.base)).await;
     assert_eq!(
         seen["pool"], allocated["pool"],
         "the other web node reaches the same playground"
@@ -70,14 +61,7 @@ async fn a_playground_lives_in_one_worker_and_every_web_node_reaches_it() {
     };
     // The dead worker stops counting as live after a few seconds without a heartbeat.
     tokio::time::sleep(Duration::from_millis(3500)).await;
-    let after: Value = client
-        .get(format!("{}/api/playground", web1.base))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let after: Value = json(&client, &format!("{}/api/playground", web1.base)).await;
     assert_eq!(
         after["pool"]["tensors"],
         json!({}),

@@ -7,6 +7,7 @@ use std::time::Duration;
 use serde_json::json;
 
 use super::{OwnServer, Worker, eventually, web_node};
+use crate::support::client::{json, send_json};
 use crate::support::quiz::json_answers;
 use crate::support::student;
 
@@ -71,37 +72,20 @@ async fn a_postgres_restart_answers_503_meanwhile_and_loses_no_acknowledged_writ
         "ready again"
     );
     assert_eq!(attempt().await.unwrap().status(), 200);
-    let queued: serde_json::Value = client
-        .post(format!("{}/api/experiments/timing", web.base))
-        .json(&json!({}))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let queued: serde_json::Value = send_json(
+        client
+            .post(format!("{}/api/experiments/timing", web.base))
+            .json(&json!({})),
+    )
+    .await;
     let id = queued["job_id"].as_u64().expect("queued after the restart");
     let done = eventually(Duration::from_secs(30), || async {
-        let job: serde_json::Value = client
-            .get(format!("{}/api/jobs/{id}", web.base))
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
+        let job: serde_json::Value = json(&client, &format!("{}/api/jobs/{id}", web.base)).await;
         job["status"] == "done"
     })
     .await;
     assert!(done, "the worker reconnected and ran the job");
-    let progress: serde_json::Value = client
-        .get(format!("{}/api/me/progress", web.base))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let progress: serde_json::Value = json(&client, &format!("{}/api/me/progress", web.base)).await;
     assert_eq!(
         progress["progress"][0]["attempts"], 2,
         "both acknowledged attempts, none of the refused: {progress}"

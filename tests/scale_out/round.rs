@@ -6,6 +6,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use super::{Worker, class_database, eventually, web_node_with};
+use crate::support::client::json;
 use crate::support::student;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -37,14 +38,7 @@ async fn every_web_node_shows_the_same_class_round() {
     let round = |base: String| {
         let learner = learner.clone();
         async move {
-            let body: Value = learner
-                .get(format!("{base}/api/round"))
-                .send()
-                .await
-                .unwrap()
-                .json()
-                .await
-                .unwrap();
+            let body: Value = json(&learner, &format!("{base}/api/round")).await;
             body["round"].clone()
         }
     };
