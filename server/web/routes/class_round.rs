@@ -40,6 +40,18 @@ pub enum Status {
     Failed,
 }
 
+impl Status {
+    /// The name pages, the API and the database use.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Open => "open",
+            Self::Running => "running",
+            Self::Revealed => "revealed",
+            Self::Failed => "failed",
+        }
+    }
+}
+
 /// The round in progress (in memory; its predictions are in the database).
 #[derive(Debug, Clone)]
 pub struct Round {
@@ -121,12 +133,10 @@ pub async fn sync(state: &AppState) -> Result<(), AppError> {
             title: experiment.title(),
             params: serde_json::from_str(&stored.params).unwrap_or_default(),
             question: state.course.predictions.get(&stored.quantity)?.clone(),
-            status: match stored.status.as_str() {
-                "open" => Status::Open,
-                "running" => Status::Running,
-                "revealed" => Status::Revealed,
-                _ => Status::Failed,
-            },
+            status: [Status::Open, Status::Running, Status::Revealed]
+                .into_iter()
+                .find(|s| s.name() == stored.status)
+                .unwrap_or(Status::Failed),
             measured: stored.measured,
             error: stored.error,
             predictions: stored.predictions.into_iter().collect(),
@@ -142,12 +152,7 @@ async fn mark(state: &AppState, round: i64, status: Status, error: Option<String
         r.status = status;
         r.error.clone_from(&error);
     }
-    let name = match status {
-        Status::Open => "open",
-        Status::Running => "running",
-        Status::Revealed => "revealed",
-        Status::Failed => "failed",
-    };
+    let name = status.name();
     let stored = state
         .db
         .run(move |tx| rounds::set_status(tx, round, name, error.as_deref()))
@@ -430,12 +435,7 @@ pub fn instructor_view(slot: &RoundSlot) -> Option<InstructorRound> {
     Some(InstructorRound {
         title: r.title,
         question: r.question.question.clone(),
-        status: match r.status {
-            Status::Open => "open",
-            Status::Running => "running",
-            Status::Revealed => "revealed",
-            Status::Failed => "failed",
-        },
+        status: r.status.name(),
         predictions: r.predictions.len(),
         measured: r
             .measured
