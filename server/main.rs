@@ -92,6 +92,10 @@ enum ReferenceCommand {
             default_value = "content"
         )]
         content: PathBuf,
+        /// Accept a run made on the CPU backend as a test fixture (tests/gpu/gpu-run.sh
+        /// --cpu): labelled "not a GPU", and refused by `gpulab check` in a course.
+        #[arg(long)]
+        fixture: bool,
     },
 }
 
@@ -132,18 +136,20 @@ fn main() -> ExitCode {
             report(args.run())
         }
         Some(Command::Db(command)) => report(command.run()),
-        Some(Command::Reference(ReferenceCommand::Import { file, content })) => {
-            match import_reference(&file, &content) {
-                Ok(path) => {
-                    println!("imported {} as {}", file.display(), path.display());
-                    ExitCode::SUCCESS
-                }
-                Err(e) => {
-                    eprintln!("gpulab: cannot import {}: {e:#}", file.display());
-                    ExitCode::FAILURE
-                }
+        Some(Command::Reference(ReferenceCommand::Import {
+            file,
+            content,
+            fixture,
+        })) => match import_reference(&file, &content, fixture) {
+            Ok(path) => {
+                println!("imported {} as {}", file.display(), path.display());
+                ExitCode::SUCCESS
             }
-        }
+            Err(e) => {
+                eprintln!("gpulab: cannot import {}: {e:#}", file.display());
+                ExitCode::FAILURE
+            }
+        },
         Some(Command::Openapi) => {
             print_json(&gpulab::web::router::openapi_document(&Limits::default()))
         }
@@ -153,10 +159,10 @@ fn main() -> ExitCode {
 
 /// Validates the bench document at `file` and writes it as a recorded reference run
 /// under `content`; refuses to overwrite an earlier import of the same run.
-fn import_reference(file: &Path, content: &Path) -> anyhow::Result<PathBuf> {
+fn import_reference(file: &Path, content: &Path, fixture: bool) -> anyhow::Result<PathBuf> {
     use gpulab::course::reference_runs;
     let text = std::fs::read_to_string(file).context("cannot read it")?;
-    let (name, reference) = reference_runs::import(&text)?;
+    let (name, reference) = reference_runs::import(&text, fixture)?;
     let dir = content.join(reference_runs::DIR);
     std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
     let path = dir.join(name);
@@ -194,6 +200,16 @@ fn check(args: CheckArgs) -> ExitCode {
     });
     let source = ContentSource::from_option(dir.as_deref());
     match Course::load(&source) {
+        Ok(course) if course.references.iter().any(|r| r.is_fixture()) => {
+            for fixture in course.references.iter().filter(|r| r.is_fixture()) {
+                eprintln!(
+                    "{}: `{}` is a test fixture made on the CPU, not a GPU's run: it belongs in tests/fixtures/, not in a course",
+                    source.display_path(gpulab::course::reference_runs::DIR),
+                    fixture.title
+                );
+            }
+            ExitCode::FAILURE
+        }
         Ok(course) => {
             for lesson in &course.lessons {
                 println!(

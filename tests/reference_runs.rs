@@ -198,3 +198,53 @@ async fn the_api_serves_the_published_peaks_with_their_sources() {
         assert!(figure["value"].as_f64().unwrap() > 0.0);
     }
 }
+
+#[test]
+fn a_cpu_run_imports_only_as_a_fixture_and_check_keeps_it_out_of_a_course() {
+    let content = content_copy();
+    let dir = content.path().to_str().unwrap();
+    let bench = content.path().join("bench.json");
+    std::fs::write(&bench, bench_document("cpu")).unwrap();
+    let path = bench.to_str().unwrap();
+    let out = gpulab(&["reference", "import", path, "--content", dir, "--fixture"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let written = content
+        .path()
+        .join("reference-runs/recorded-fixture-fixture-gpu-1763900000.json");
+    let file: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&written).unwrap()).unwrap();
+    assert_eq!(file["recorded"]["fixture"], true);
+    assert!(file["title"].as_str().unwrap().contains("not a GPU"));
+    let check = gpulab(&["check", "--content", dir]);
+    let stderr = String::from_utf8_lossy(&check.stderr);
+    assert!(
+        !check.status.success() && stderr.contains("test fixture"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn the_cpu_chain_fixture_is_a_labelled_fixture_with_the_measured_values() {
+    let text = std::fs::read_to_string(crate::support::repo_path(
+        "tests/fixtures/reference-runs/cpu-chain-fixture.json",
+    ))
+    .unwrap();
+    let file: gpulab::course::reference_runs::ReferenceFile = serde_json::from_str(&text).unwrap();
+    assert!(file.is_fixture() && file.title.contains("not a GPU"));
+    let known: Vec<&str> = gpulab::experiments::REGISTRY
+        .iter()
+        .map(|e| e.name())
+        .collect();
+    assert!(gpulab::course::reference_runs::validate(&file, &known).is_empty());
+    let run = file.recorded.unwrap();
+    let transfer = run
+        .experiments
+        .iter()
+        .find(|e| e["name"] == "transfer")
+        .unwrap();
+    assert!(transfer["result"]["measured"]["value"].as_f64().unwrap() > 0.0);
+}

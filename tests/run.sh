@@ -81,9 +81,23 @@ echo "== gpulab selftest (every experiment against its reference; GPU checks whe
 cargo run --locked --quiet -- selftest
 echo "== gpulab check"
 cargo run --locked --quiet -- check --content content
-# The GPU chain end to end on this machine's CPU, at small sizes: pack the debug build
-# built above, run every step of device-run.sh with --cpu, compare with PyTorch on the
-# CPU (tests/gpu/README.md). On a GPU machine: tests/gpu/pack.sh, then device-run.sh.
-echo "== GPU chain on the CPU (tests/gpu: pack.sh --debug, device-run.sh --cpu --quick)"
+# The GPU run end to end on this machine's CPU, at small sizes: the judge's unit tests,
+# then pack the debug build built above, copy the pack to another folder (as it is
+# copied to a GPU machine, where cargo's build folder does not exist), run every step of
+# gpu-run.sh with --cpu, and check what it leaves: at most 8 files and a verdict in its
+# format (tests/gpu/README.md). On a GPU machine: tests/gpu/pack.sh, then gpu-run.sh.
+echo "== GPU run on the CPU (tests/gpu: verdict.py's tests, pack.sh --debug, the pack moved, gpu-run.sh --cpu --quick, verdict.py --check)"
+python3 -m unittest discover -s tests/gpu -p 'test_*.py'
 bash tests/gpu/pack.sh --debug
-PYTHON=target/reference-venv/bin/python bash target/gpu-pack-debug/device-run.sh --cpu --quick target/gpu-chain-out
+PACK_COPY=$(mktemp -d "${TMPDIR:-/tmp}/gpulab-pack.XXXXXX")
+cp -r target/gpu-pack-debug/. "$PACK_COPY/"
+rm -rf target/gpu-chain-out
+# cargo's gpulab is moved aside meanwhile, so the packed tests can only find the pack's.
+mv target/debug/gpulab target/debug/gpulab.moved-aside
+chain_status=0
+PYTHON=target/reference-venv/bin/python bash "$PACK_COPY/gpu-run.sh" --cpu --quick target/gpu-chain-out ||
+  chain_status=$?
+mv target/debug/gpulab.moved-aside target/debug/gpulab
+rm -rf "$PACK_COPY"
+((chain_status == 0)) || { echo "gpu-run.sh --cpu: no PASS (exit $chain_status)" >&2; exit "$chain_status"; }
+python3 tests/gpu/verdict.py --check target/gpu-chain-out

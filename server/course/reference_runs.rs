@@ -4,7 +4,10 @@
 //!  - `published`: peak figures from NVIDIA's datasheets and whitepapers, each with its
 //!    document and URL. They are published peaks, never measurements, and say so.
 //!  - `recorded`: a `gpulab bench all --json` document from a real GPU, imported with
-//!    `gpulab reference import`, stamped with device, driver, date and GPU Lab version.
+//!    `gpulab reference import`, stamped with device, driver, CUDA, date and GPU Lab
+//!    version. `import --fixture` also takes a CPU run (tests/gpu/gpu-run.sh --cpu) as a
+//!    *test fixture*: marked as such, labelled "not a GPU" wherever it is shown, and
+//!    refused by `gpulab check`, so it never ships in a course.
 //!
 //! [`validate`] is what `gpulab check` and course loading run; [`import`] turns a bench
 //! document into a recorded file or says, in words, why it cannot.
@@ -112,9 +115,22 @@ pub struct Recorded {
     pub recorded_at_unix: u64,
     /// GPU Lab version that made it.
     pub gpulab_version: String,
+    /// The CUDA version the driver supports (absent in runs recorded before it was kept).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cuda_version: Option<String>,
+    /// A test fixture made on the CPU by the GPU chain: never a GPU's measurement.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub fixture: bool,
     /// The bench document's experiments: `[{name, params, result | error}]`.
     #[schema(value_type = Vec<Object>)]
     pub experiments: Vec<Value>,
+}
+
+impl ReferenceFile {
+    /// Whether this is a test fixture made on the CPU (never a GPU's measurement).
+    pub fn is_fixture(&self) -> bool {
+        self.recorded.as_ref().is_some_and(|r| r.fixture)
+    }
 }
 
 /// Every problem with `file` (empty when it is fine), in words an author can act on.
@@ -183,7 +199,9 @@ pub enum ImportError {
     #[error("not a `gpulab bench all --json` document: {0}")]
     Shape(String),
     /// Recorded without a GPU.
-    #[error("this run was made on the CPU backend; a reference must come from a GPU")]
+    #[error(
+        "this run was made on the CPU backend; a reference must come from a GPU (`--fixture` makes a test fixture of it)"
+    )]
     NotGpu,
 }
 
@@ -199,18 +217,26 @@ fn text<'a>(doc: &'a Value, path: &[&str]) -> Result<&'a str, ImportError> {
 }
 
 /// The reference file for the bench document `json`, and the file name it should get.
-pub fn import(json: &str) -> Result<(String, ReferenceFile), ImportError> {
+/// A `fixture` may come from the CPU backend and is marked as a test fixture.
+pub fn import(json: &str, fixture: bool) -> Result<(String, ReferenceFile), ImportError> {
     let doc: Value = serde_json::from_str(json).map_err(|e| ImportError::NotJson(e.to_string()))?;
     let version = text(&doc, &["gpulab_version"])?.to_string();
     let at = doc
         .get("generated_at_unix")
         .and_then(Value::as_u64)
         .ok_or_else(|| ImportError::Shape("`generated_at_unix` must be a whole number".into()))?;
-    if text(&doc, &["device", "kind"])? != "cuda" {
+    if text(&doc, &["device", "kind"])? != "cuda" && !fixture {
         return Err(ImportError::NotGpu);
     }
     let device = text(&doc, &["device", "name"])?.to_string();
-    let driver = text(&doc, &["device", "driver_version"])?.to_string();
+    let driver = match doc.pointer("/device/driver_version") {
+        Some(Value::Null) | None if fixture => "none (CPU)".to_string(),
+        _ => text(&doc, &["device", "driver_version"])?.to_string(),
+    };
+    let cuda_version = doc
+        .pointer("/device/cuda_driver_version")
+        .and_then(Value::as_str)
+        .map(str::to_string);
     let experiments = doc
         .get("experiments")
         .and_then(Value::as_array)
@@ -234,22 +260,39 @@ pub fn import(json: &str) -> Result<(String, ReferenceFile), ImportError> {
         .filter(|s| !s.is_empty())
         .collect::<Vec<_>>()
         .join("-");
+    let (title, note, stem) = if fixture {
+        (
+            format!("Test fixture: GPU Lab's CPU chain on {device}, not a GPU"),
+            format!(
+                "A test fixture made by GPU Lab {version} on the CPU backend (tests/gpu/gpu-run.sh --cpu): not a GPU measurement, never shipped with a course."
+            ),
+            format!("recorded-fixture-{slug}-{at}.json"),
+        )
+    } else {
+        (
+            format!("GPU Lab run on {device}"),
+            format!(
+                "Measured by GPU Lab {version} with `gpulab bench all --json` on {device}, driver {driver}."
+            ),
+            format!("recorded-{slug}-{at}.json"),
+        )
+    };
     let file = ReferenceFile {
         kind: Kind::Recorded,
-        title: format!("GPU Lab run on {device}"),
-        note: format!(
-            "Measured by GPU Lab {version} with `gpulab bench all --json` on {device}, driver {driver}."
-        ),
+        title,
+        note,
         figures: Vec::new(),
         recorded: Some(Recorded {
             device,
             driver_version: driver,
             recorded_at_unix: at,
             gpulab_version: version,
+            cuda_version,
+            fixture,
             experiments,
         }),
     };
-    Ok((format!("recorded-{slug}-{at}.json"), file))
+    Ok((stem, file))
 }
 
 #[cfg(test)]
@@ -268,7 +311,7 @@ mod tests {
 
     #[test]
     fn a_gpu_bench_document_imports_with_its_provenance() {
-        let (name, file) = import(&bench("cuda")).unwrap();
+        let (name, file) = import(&bench("cuda"), false).unwrap();
         assert_eq!(name, "recorded-test-gpu-80gb-1763900000.json");
         let run = file.recorded.as_ref().unwrap();
         assert_eq!(
@@ -287,17 +330,39 @@ mod tests {
     }
 
     #[test]
+    fn a_cpu_run_imports_only_as_a_fixture_that_says_it_is_not_a_gpu() {
+        let (name, file) = import(&bench("cpu"), true).unwrap();
+        assert_eq!(name, "recorded-fixture-test-gpu-80gb-1763900000.json");
+        let run = file.recorded.as_ref().unwrap();
+        assert!(run.fixture);
+        assert!(file.title.contains("not a GPU") && file.note.contains("not a GPU"));
+        let (_, real) = import(&bench("cuda"), false).unwrap();
+        assert!(!real.recorded.unwrap().fixture);
+        assert!(
+            !serde_json::to_string(&real.title)
+                .unwrap()
+                .contains("fixture")
+        );
+    }
+
+    #[test]
     fn malformed_and_cpu_documents_are_refused_with_a_reason() {
-        assert!(matches!(import("{not json"), Err(ImportError::NotJson(_))));
-        assert_eq!(import(&bench("cpu")).unwrap_err(), ImportError::NotGpu);
+        assert!(matches!(
+            import("{not json", false),
+            Err(ImportError::NotJson(_))
+        ));
+        assert_eq!(
+            import(&bench("cpu"), false).unwrap_err(),
+            ImportError::NotGpu
+        );
         let no_results = bench("cuda").replace("\"result\"", "\"error\"");
         assert!(
-            import(&no_results)
+            import(&no_results, false)
                 .unwrap_err()
                 .to_string()
                 .contains("at least one result")
         );
-        let err = import(r#"{"gpulab_version": 1}"#).unwrap_err();
+        let err = import(r#"{"gpulab_version": 1}"#, false).unwrap_err();
         assert_eq!(
             err.to_string(),
             "not a `gpulab bench all --json` document: `gpulab_version` must be a string"

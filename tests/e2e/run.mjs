@@ -8,7 +8,8 @@
 // quiz to next lesson, final exam and completion page, quiz marks and messages, typed
 // numbers, search, downloads checked by Python and nbformat, copy buttons, 429
 // sentences, print styles (lib/flow*.mjs); (f) the instructor cockpit and resume
-// codes on a second server with a token (lib/instructor.mjs). Prints PASS/FAIL per check and a
+// codes on a second server with a token (lib/instructor.mjs); (g) a recorded run beside a
+// CPU run and under its reveal, on a server with a fixture (lib/reference.mjs). Prints PASS/FAIL per check and a
 // summary table, writes target/e2e-artifacts/report.json, exits non-zero on any failure.
 // Usage and environment variables: tests/e2e/README.md. Run by tests/run.sh.
 
@@ -22,6 +23,7 @@ import { launchBrowser } from './lib/browser.mjs';
 import { readCourse } from './lib/course.mjs';
 import { checkLessons } from './lib/lessons.mjs';
 import { checkPages } from './lib/pages.mjs';
+import { checkReference } from './lib/reference.mjs';
 import { checkQuiz } from './lib/quiz.mjs';
 import { Report, describeError } from './lib/report.mjs';
 import { takeScreenshots } from './lib/screenshots.mjs';
@@ -30,7 +32,7 @@ import { envInt, envList, withTimeout } from './lib/util.mjs';
 
 const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const artifacts = resolve(repoRoot, process.env.E2E_ARTIFACTS || 'target/e2e-artifacts');
-const ALL_PARTS = ['lessons', 'screenshots', 'axe', 'quiz', 'flow', 'instructor'];
+const ALL_PARTS = ['lessons', 'screenshots', 'axe', 'quiz', 'flow', 'instructor', 'reference'];
 const parts = envList('E2E_PARTS').length ? envList('E2E_PARTS') : ALL_PARTS;
 const timeouts = {
   mount: envInt('E2E_MOUNT_TIMEOUT_MS', 15_000),
@@ -67,7 +69,7 @@ async function main() {
   const unknown = parts.filter((p) => !ALL_PARTS.includes(p));
   if (unknown.length) throw new Error(`E2E_PARTS: unknown part(s) ${unknown.join(', ')}; known: ${ALL_PARTS.join(', ')}`);
   // Clear only what this harness writes, never the whole (configurable) folder.
-  for (const entry of ['screenshots', 'failures', 'report.json', 'server.log', 'server-instructor.log']) {
+  for (const entry of ['screenshots', 'failures', 'report.json', 'server.log', 'server-instructor.log', 'server-reference.log']) {
     rmSync(join(artifacts, entry), { recursive: true, force: true });
   }
   mkdirSync(artifacts, { recursive: true });
@@ -113,6 +115,10 @@ async function main() {
   if (parts.includes('instructor')) {
     console.log('\n== (f) the instructor cockpit and resume codes (own server, with a token)');
     await checkInstructor(ctx);
+  }
+  if (parts.includes('reference')) {
+    console.log('\n== (g) a recorded run beside a CPU run and under its reveal (own server, a fixture)');
+    await checkReference(ctx);
   }
   return meta;
 }

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Packs everything a GPU machine needs to run the GPU chain into one folder, because the
 # GPU machines have Python and PyTorch but no Rust toolchain: the `gpulab` binary, the
-# integration-test binary that holds tests/gpu.rs, device-run.sh, reference.py and its
-# modules, and a MANIFEST (commit, profile, sizes, checksums). The lessons and static
+# integration-test binary that holds tests/gpu.rs, gpu-run.sh with verdict.py and
+# env_capture.py, reference.py and its modules, and a MANIFEST (commit, profile, sizes, checksums). The lessons and static
 # files need no copy: they are built into the binaries (rust-embed embeds them in
 # release builds). The binaries are stripped; a release pack must stay within 64 MiB
 # (what the device runner carries), and this script fails when it does not.
@@ -11,7 +11,7 @@
 #   bash tests/gpu/pack.sh --debug    # reuse the debug build `cargo test` made, into
 #                                     # target/gpu-pack-debug (tests/run.sh's check of the
 #                                     # chain on the CPU: no second, release build in CI)
-# Then: copy target/gpu-pack to the GPU machine and run `bash device-run.sh` in it
+# Then: copy target/gpu-pack to the GPU machine and run `bash gpu-run.sh` in it
 # (tests/gpu/README.md).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -59,8 +59,8 @@ if command -v strip >/dev/null; then
 else
   echo "pack: no strip (binutils) here: the binaries keep their symbols" >&2
 fi
-cp tests/gpu/device-run.sh tests/gpu/reference.py tests/gpu/ref_*.py tests/gpu/README.md \
-  tests/gpu/requirements.txt "$DEST/"
+cp tests/gpu/gpu-run.sh tests/gpu/verdict.py tests/gpu/env_capture.py tests/gpu/reference.py \
+  tests/gpu/ref_*.py tests/gpu/README.md tests/gpu/requirements.txt "$DEST/"
 
 total=$(find "$DEST" -type f -printf '%s\n' | awk '{ s += $1 } END { print s + 0 }')
 {

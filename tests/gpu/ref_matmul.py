@@ -71,17 +71,18 @@ def measure_matmul(torch, device, result, with_numpy=False):
             samples = r["cpu_ms"]["samples"]
             ours = r["cpu_ms"]["median"]
             ms = remember(("matmul cpu torch", n), lambda: _timed_product(torch, n, "cpu", samples))["median"]
-            rows.append(Row("matmul", f"cpu fp32 n={n}", "ms", "lower", ours, ms))
+            rows.append(Row("matmul", f"cpu fp32 n={n}", "ms", "lower", ours, ms, detail={"size": n, "where": "cpu"}))
             if with_numpy:
                 ms = remember(("matmul cpu numpy", n), lambda: _numpy_product(n, samples))["median"]
                 rows.append(
-                    Row("matmul", f"cpu fp32 n={n}", "ms", "lower", ours, ms, reference="numpy")
+                    Row("matmul", f"cpu fp32 n={n}", "ms", "lower", ours, ms, reference="numpy", detail={"size": n, "where": "cpu"})
                 )
         if r.get("gpu_ms") and device != "cpu":
             samples = r["gpu_ms"]["samples"]
             ms = remember(("matmul gpu", n), lambda: _timed_product(torch, n, device, samples))["median"]
             rows.append(
-                Row("matmul", f"gpu fp32 n={n}", "ms", "lower", r["gpu_ms"]["median"], ms, "CUDA events, TF32 off")
+                Row("matmul", f"gpu fp32 n={n}", "ms", "lower", r["gpu_ms"]["median"], ms, "CUDA events, TF32 off",
+                    detail={"size": n, "where": "gpu", "format": "fp32"})
             )
         if r.get("gpu_with_copy_ms") and device != "cpu":
             samples = r["gpu_with_copy_ms"]["samples"]
@@ -95,6 +96,7 @@ def measure_matmul(torch, device, result, with_numpy=False):
                     r["gpu_with_copy_ms"]["median"],
                     ms,
                     "both inputs copied from pageable host memory, then the product",
+                    detail={"size": n, "where": "gpu+copy", "format": "fp32"},
                 )
             )
     return rows
@@ -129,10 +131,11 @@ def measure_precision(torch, device, result):
         case = f"{name} n={n}"
         if r.get("emulated"):
             why = f"our CPU backend emulates {name} (its time is FP32's)"
-            rows.append(na_row("precision", case, "ms", "lower", why))
+            rows.append(na_row("precision", case, "ms", "lower", why, detail={"size": n, "format": name}))
             continue
         samples = r["ms"]["samples"]
         ms, error = remember(("precision", name, n), lambda: _format_product(torch, device, name, n, samples))
         note = f"max rel. error vs FP64: ours {r['max_rel_error']:.1e}, torch {error:.1e}"
-        rows.append(Row("precision", case, "ms", "lower", r["ms"]["median"], ms["median"], note))
+        detail = {"size": n, "format": name, "where": device, "ours_error": r["max_rel_error"], "theirs_error": error}
+        rows.append(Row("precision", case, "ms", "lower", r["ms"]["median"], ms["median"], note, detail=detail))
     return rows

@@ -10,8 +10,9 @@ milliseconds lower is better (ratio < 1: ours faster), for GB/s higher is better
 import json
 
 
-def Row(experiment, case, unit, better, ours, theirs, note="", reference="torch"):
-    """A measured row; ratio and verdict are derived from `ours` and `theirs`."""
+def Row(experiment, case, unit, better, ours, theirs, note="", reference="torch", detail=None):
+    """A measured row; ratio and verdict are derived from `ours` and `theirs`. `detail`
+    holds what the row measured as data (sizes, formats, errors) for verdict.py's gates."""
     ratio = ours / theirs if ours and theirs else None
     return {
         "experiment": experiment,
@@ -25,12 +26,13 @@ def Row(experiment, case, unit, better, ours, theirs, note="", reference="torch"
         "verdict": verdict(ratio, better),
         "status": "ok" if ratio is not None else "error",
         "note": note,
+        "detail": detail or {},
     }
 
 
-def na_row(experiment, case, unit, better, why, reference="torch"):
+def na_row(experiment, case, unit, better, why, reference="torch", detail=None):
     """A row that cannot be measured here, with the reason."""
-    row = Row(experiment, case, unit, better, None, None, why, reference)
+    row = Row(experiment, case, unit, better, None, None, why, reference, detail)
     row.update(status="n/a", verdict="n/a")
     return row
 

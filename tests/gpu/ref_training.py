@@ -164,7 +164,8 @@ def measure(torch, device, result, compile_too=True):
         )
         if compiled:
             note += f"; first step (compiles) {first_ms / 1e3:.1f} s"
-        rows.append(Row("training", case, "ms/step", "lower", ours, float(numpy.median(times)), note))
+        detail = {"mode": mode, "where": device, "precision": params["precision"]}
+        rows.append(Row("training", case, "ms/step", "lower", ours, float(numpy.median(times)), note, detail=detail))
         checks.append(
             {
                 "name": f"training loss curve, ours vs torch {mode} ({name})",

@@ -64,7 +64,8 @@ def measure(torch, device, result):
             ms = repeat(clock_for(torch, device), p["gbps"]["samples"], work)
             how = "CUDA events"
         gbps = n * copies / 1e9 / (ms["median"] / 1e3)
-        rows.append(Row("transfer", case, "GB/s", "higher", p["gbps"]["median"], gbps, how))
+        detail = {"direction": p["direction"], "memory": p["memory"], "bytes": n, "device": device}
+        rows.append(Row("transfer", case, "GB/s", "higher", p["gbps"]["median"], gbps, how, detail=detail))
     if device == "cpu":
         for direction, memory in GPU_KINDS:
             rows.append(

@@ -5,7 +5,12 @@
 import test from 'node:test';
 import assert from 'node:assert/strict';
 
-import { referenceOverlay, isoDate } from '../../web/static/js/logic/reference-overlay.js';
+import { readFileSync } from 'node:fs';
+
+import { referenceOverlay, isoDate, recordedMeasurements, headlineNumbers } from '../../web/static/js/logic/reference-overlay.js';
+
+// A run made on the CPU by tests/gpu/gpu-run.sh --cpu and imported with --fixture.
+const fixture = JSON.parse(readFileSync(new URL('../fixtures/reference-runs/cpu-chain-fixture.json', import.meta.url)));
 
 const published = {
   kind: 'published',
@@ -39,8 +44,9 @@ test('a recorded run appears with its device, driver, date and version', () => {
   const o = referenceOverlay([published, recorded], 'matmul');
   assert.equal(o.published.length, 1);
   assert.equal(o.recorded.length, 1);
-  assert.equal(o.recorded[0].label, 'Measured by GPU Lab on Test GPU');
+  assert.equal(o.recorded[0].label, 'What Test GPU measured (recorded run, 2025-11-23)');
   assert.equal(o.recorded[0].provenance, 'driver 999.1, 2025-11-23, GPU Lab 0.1.0');
+  assert.equal(o.recorded[0].fixture, false);
   assert.deepEqual(o.recorded[0].numbers, ['crossover size: 256']);
 });
 
@@ -50,4 +56,37 @@ test('nothing to show says so, with no number', () => {
   assert.match(o.empty, /nothing honest to show/);
   assert.doesNotMatch(o.empty, /\d/);
   assert.equal(isoDate(undefined), 'unknown date');
+});
+
+test('a fixture from the CPU chain says it is not a GPU, in the aside and under the reveal', () => {
+  assert.equal(fixture.recorded.fixture, true);
+  const o = referenceOverlay([published, fixture], 'transfer');
+  assert.equal(o.recorded.length, 1);
+  assert.match(o.recorded[0].label, /^Test fixture from GPU Lab's CPU chain on .+: not a GPU$/);
+  assert.equal(o.recorded[0].fixture, true);
+  const measured = fixture.recorded.experiments.find((e) => e.name === 'transfer').result.measured;
+  assert.match(o.recorded[0].numbers[0], new RegExp(`^${measured.quantity}: `));
+  const under = recordedMeasurements([published, fixture], 'transfer', measured.quantity);
+  assert.equal(under.length, 1);
+  assert.deepEqual([under[0].value, under[0].unit, under[0].sameQuestion, under[0].fixture], [measured.value, measured.unit, true, true]);
+  assert.equal(recordedMeasurements([fixture], 'transfer', 'another.key')[0].sameQuestion, false);
+  assert.deepEqual(recordedMeasurements([fixture], 'timing', 'x'), []);
+});
+
+test('a recorded GPU run is labelled with its device and date, and CUDA joins its provenance', () => {
+  const run = structuredClone(recorded);
+  run.recorded.cuda_version = '13.0';
+  run.recorded.experiments[0].result.measured = { quantity: 'matmul.crossover', value: 256, unit: 'n' };
+  const o = referenceOverlay([run], 'matmul');
+  assert.equal(o.recorded[0].label, 'What Test GPU measured (recorded run, 2025-11-23)');
+  assert.equal(o.recorded[0].provenance, 'driver 999.1, CUDA 13.0, 2025-11-23, GPU Lab 0.1.0');
+  assert.equal(o.recorded[0].numbers[0], 'matmul.crossover: 256 n');
+  const [m] = recordedMeasurements([run], 'matmul', 'matmul.crossover');
+  assert.equal(m.label, 'What Test GPU measured (recorded run, 2025-11-23)');
+  assert.equal(m.sameQuestion, true);
+});
+
+test('headline figures keep their spread', () => {
+  assert.deepEqual(headlineNumbers({ step_ms: { median: 2, min: 1.5, max: 3.25, samples: 9 }, crossover_size: 64, rows: [] }),
+    ['step ms: 2 (1.5–3.25)', 'crossover size: 64']);
 });

@@ -3,6 +3,7 @@
 //! ([`client`]), quiz answers ([`quiz`]), experiment jobs ([`jobs`]) and hostile raw
 //! requests with their expected error shapes ([`hostile`]).
 
+pub mod binary;
 pub mod client;
 pub mod hostile;
 pub mod jobs;
@@ -192,7 +193,7 @@ impl BinaryServer {
             .local_addr()
             .unwrap()
             .port();
-        let binary = env!("CARGO_BIN_EXE_gpulab");
+        let binary = binary::gpulab();
         let mut command = match prefix.split_first() {
             Some((program, rest)) => {
                 let mut command = std::process::Command::new(program);

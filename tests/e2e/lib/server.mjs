@@ -26,7 +26,7 @@ export function freePort() {
  * Starts `bin serve ...` and resolves with { origin, stop, logPath } once GET / answers
  * 200, or rejects (having killed the process) when it exits early or `readyMs` passes.
  */
-export async function startServer({ bin, cwd, logPath, readyMs = 30_000, token = '' }) {
+export async function startServer({ bin, cwd, logPath, readyMs = 30_000, token = '', extraArgs = [] }) {
   if (!existsSync(bin)) {
     throw new Error(`server binary ${bin} not found: run \`cargo build\` (or set GPULAB_BIN)`);
   }
@@ -40,6 +40,7 @@ export async function startServer({ bin, cwd, logPath, readyMs = 30_000, token =
     '--max-transfer-bytes', '67108864',
     '--max-matmul-size', '512',
     '--max-train-steps', '400',
+    ...extraArgs,
   ];
   const log = createWriteStream(logPath);
   log.write(`$ ${bin} ${args.join(' ')}\n`);

@@ -7,6 +7,26 @@
 
 import { el, richText, uniqueId } from './experiments/panel-view.js';
 import { inputFor, revealView } from './experiments/panel-predict.js';
+import { recordedBesideReveal } from './experiments/panel-reference.js';
+
+let backendPromise = null;
+/** This server's backend kind (`cuda` or `cpu`) from GET /api/device, fetched once. */
+function backendKind() {
+  backendPromise ??= fetch('/api/device', { headers: { Accept: 'application/json' } })
+    .then((r) => (r.ok ? r.json() : null))
+    .then((info) => (info && info.device ? info.device.kind : null))
+    .catch(() => null);
+  return backendPromise;
+}
+
+/** On a CPU server, what a recorded GPU run measured for the round's question. */
+function recordedFor(round) {
+  const slot = el('div');
+  backendKind().then((kind) => {
+    if (kind === 'cpu') slot.replaceWith(recordedBesideReveal(round.experiment, round.question.quantity));
+  });
+  return slot;
+}
 import { fillQuestion, formatValue } from './logic/prediction.js';
 import { formatBytes } from './logic/panel-format.js';
 
@@ -77,7 +97,7 @@ function render(round) {
   } else if (round.status === 'running') {
     host.replaceChildren(title, el('p', {}, ...richText(question)), el('p', { role: 'status' }, 'Your instructor is running it on the shared GPU now; the result appears here for everyone at once.'));
   } else if (round.status === 'revealed' && round.score) {
-    host.replaceChildren(title, el('p', {}, ...richText(question)), revealView(round.score, round.question), close);
+    host.replaceChildren(title, el('p', {}, ...richText(question)), revealView(round.score, round.question), recordedFor(round), close);
   } else if (round.status === 'revealed') {
     host.replaceChildren(title, el('p', {}, ...richText(question)), el('p', { role: 'status' }, `Measured on the shared GPU: ${formatValue(round.measured, round.question)}. You did not predict this one.`), close);
   } else {

@@ -1,10 +1,12 @@
 // The "What a GPU shows" aside beside a panel on the CPU backend: reference results
 // from GET /api/reference-runs (fetched once per page), picked and labelled by
 // logic/reference-overlay.js. Published peaks keep their "not measured" label and a
-// link to their source; recorded runs keep their provenance.
+// link to their source; recorded runs keep their provenance. The same runs add, under a
+// prediction's reveal, what a recorded GPU measured for that question.
 
 import { el, richText } from '../dom.js';
-import { referenceOverlay } from '../logic/reference-overlay.js';
+import { referenceOverlay, recordedMeasurements } from '../logic/reference-overlay.js';
+import { formatSig } from '../logic/panel-format.js';
 
 let referencesPromise = null;
 
@@ -35,4 +37,22 @@ export function referenceAside(experiment) {
     );
   });
   return aside;
+}
+
+/**
+ * Under a reveal on the CPU backend: what each recorded GPU run measured of the quantity
+ * the learner predicted (`key`), or of the quantity that GPU was asked; empty when no
+ * run recorded it.
+ */
+export function recordedBesideReveal(experiment, key) {
+  const box = el('div', { class: 'exp-reveal-recorded', 'data-recorded-for': experiment });
+  loadReferences().then((files) => {
+    const runs = recordedMeasurements(files, experiment, key);
+    if (!runs.length) return;
+    box.append(el('ul', {}, ...runs.map((r) => el('li', { class: r.fixture ? 'exp-reference-fixture' : '' },
+      el('strong', {}, `${r.label}: ${formatSig(r.value)}${r.unit ? ` ${r.unit}` : ''}`),
+      r.sameQuestion ? ' for the same question' : ` (its question there: ${r.quantity})`,
+      ` — ${r.provenance}.`))));
+  });
+  return box;
 }

@@ -7,7 +7,7 @@
 // (tables, provenance, legend) live in panel-view.js and are re-exported here.
 
 import { el, richText, uniqueId, cpuBanner } from './panel-view.js';
-import { referenceAside } from './panel-reference.js';
+import { referenceAside, recordedBesideReveal } from './panel-reference.js';
 import { predictionStep, revealView } from './panel-predict.js';
 import { clampInt } from '../logic/numbers.js';
 import {
@@ -261,7 +261,11 @@ export function standardPanel(figure, device, { intro, fields, runLabel, results
         status.error(`The result arrived but could not be shown: ${error.message}`);
       }
       const scored = status.finished && status.finished.prediction;
-      if (question && scored) reveal.replaceChildren(revealView(scored, question));
+      if (question && scored) {
+        reveal.replaceChildren(revealView(scored, question));
+        // On the CPU backend, what a recorded GPU run measured for the same question.
+        if (device && device.kind === 'cpu') reveal.append(recordedBesideReveal(experiment, question.quantity));
+      }
     },
   });
   root.append(controls.form, status.element, reveal, results);

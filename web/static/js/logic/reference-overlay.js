@@ -1,7 +1,9 @@
 // "What a GPU shows": the reference results a panel on the CPU backend shows beside its
 // own run, picked from GET /api/reference-runs (content/reference-runs/*.json) for one
 // experiment. Published figures keep their label ("published peak, not measured") and
-// their source; recorded GPU Lab runs keep their device, driver, date and version. When
+// their source; recorded GPU Lab runs keep their device, driver, CUDA, date and version,
+// show the value a learner predicts as that GPU measured it, and each figure with its
+// spread. A test fixture (made on the CPU by the GPU chain) says it is not a GPU. When
 // nothing applies, the text says so instead of inventing a number.
 // Pure: tests/js/reference-overlay.test.mjs.
 
@@ -20,12 +22,55 @@ export function isoDate(unix) {
   return Number.isFinite(unix) ? new Date(unix * 1000).toISOString().slice(0, 10) : 'unknown date';
 }
 
-/** The top-level numbers of a recorded `result`, as "name: value" strings (at most `max`). */
-function headlineNumbers(result, max = 4) {
+const isNumber = (v) => typeof v === 'number' && Number.isFinite(v);
+const isSummary = (v) => v && typeof v === 'object' && isNumber(v.median) && isNumber(v.min) && isNumber(v.max);
+
+/**
+ * The top-level figures of a recorded `result`, as "name: value" strings (at most `max`):
+ * plain numbers, and summaries as "median (min–max)" so the spread travels with them.
+ */
+export function headlineNumbers(result, max = 4) {
   return Object.entries(result || {})
-    .filter(([, v]) => typeof v === 'number' && Number.isFinite(v))
+    .filter(([k, v]) => k !== 'measured' && (isNumber(v) || isSummary(v)))
     .slice(0, max)
-    .map(([k, v]) => `${k.replace(/_/g, ' ')}: ${formatSig(v)}`);
+    .map(([k, v]) => `${k.replace(/_/g, ' ')}: ${isSummary(v) ? `${formatSig(v.median)} (${formatSig(v.min)}–${formatSig(v.max)})` : formatSig(v)}`);
+}
+
+/** "What <device> measured (recorded run, <date>)", or a fixture's own warning. */
+function runLabel(run) {
+  return run.fixture
+    ? `Test fixture from GPU Lab's CPU chain on ${run.device}: not a GPU`
+    : `What ${run.device} measured (recorded run, ${isoDate(run.recorded_at_unix)})`;
+}
+
+function runProvenance(run) {
+  return [`driver ${run.driver_version}`, run.cuda_version && `CUDA ${run.cuda_version}`,
+    isoDate(run.recorded_at_unix), `GPU Lab ${run.gpulab_version}`].filter(Boolean).join(', ');
+}
+
+/**
+ * What each recorded run measured of `experiment`'s predicted quantity, for the reveal:
+ * [{label, provenance, quantity, value, unit, sameQuestion, fixture}], where
+ * `sameQuestion` says whether it is the quantity `key` the learner was asked.
+ */
+export function recordedMeasurements(files, experiment, key) {
+  const out = [];
+  for (const file of files || []) {
+    const run = file.kind === 'recorded' && file.recorded;
+    const entry = run && (run.experiments || []).find((e) => e.name === experiment);
+    const measured = entry && entry.result && entry.result.measured;
+    if (!measured || !isNumber(measured.value)) continue;
+    out.push({
+      label: runLabel(run),
+      provenance: runProvenance(run),
+      quantity: measured.quantity,
+      value: measured.value,
+      unit: measured.unit || '',
+      sameQuestion: measured.quantity === key,
+      fixture: Boolean(run.fixture),
+    });
+  }
+  return out;
 }
 
 /**
@@ -51,10 +96,15 @@ export function referenceOverlay(files, experiment) {
       const run = file.recorded;
       const entry = (run.experiments || []).find((e) => e.name === experiment);
       if (!entry || !entry.result) continue;
+      const measured = entry.result.measured;
       recorded.push({
-        label: `Measured by GPU Lab on ${run.device}`,
-        provenance: `driver ${run.driver_version}, ${isoDate(run.recorded_at_unix)}, GPU Lab ${run.gpulab_version}`,
-        numbers: headlineNumbers(entry.result),
+        label: runLabel(run),
+        provenance: runProvenance(run),
+        fixture: Boolean(run.fixture),
+        numbers: [
+          ...(measured && isNumber(measured.value) ? [`${measured.quantity}: ${formatSig(measured.value)}${measured.unit ? ` ${measured.unit}` : ''}`] : []),
+          ...headlineNumbers(entry.result),
+        ],
       });
     }
   }
