@@ -16,7 +16,8 @@
 //! - [`course`]: the course itself. Lessons are read from `content/` (embedded in the
 //!   binary, or a folder given on the command line), passed through a chain of
 //!   preprocessors (front matter, directives, highlighting, math, heading anchors, link
-//!   checks) and rendered to HTML once, at start-up, with each lesson's outline (its
+//!   checks, sourced figures and cited footnotes, size units that match the experiments'
+//!   own sizes) and rendered to HTML once, at start-up, with each lesson's outline (its
 //!   sections and code) for the search index and the `.py`/`.ipynb` downloads. Quiz
 //!   answers are read and graded here too. `gpulab check` runs the same chain.
 //! - [`db`]: the SQLite database (WAL, migrated on start-up) of students, quiz attempts

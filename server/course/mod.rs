@@ -21,6 +21,7 @@ pub mod search;
 pub mod source;
 pub mod sources;
 pub mod submission;
+pub mod units;
 
 use serde::Deserialize;
 
@@ -178,6 +179,7 @@ impl Course {
             };
             let rendered = renderer.render(&file, split.body, split.body_first_line, &mut problems);
             sources::check(&file, split.body, split.body_first_line, &mut problems);
+            units::check(&file, split.body, split.body_first_line, &mut problems);
             anchors.push((slug.clone(), rendered.anchors));
             links.push((file, rendered.links));
             let quiz_line = index_lines.line(entry.dir.span().start);

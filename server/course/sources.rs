@@ -2,11 +2,13 @@
 //! states a figure — a number with a unit of size, rate, time, clock, power, a
 //! percentage or a factor (`32 GB/s`, `14.56 GiB`, `989 TFLOP/s`, `500 cycles`, `8.8×`)
 //! — must carry a footnote reference (`[^pcie]`) in the same block; every footnote is
-//! defined, and every definition names a primary source with a link. Definitions sit
-//! under the lesson's last heading, `## Sources`, so every lesson ends with its sources.
+//! defined once and cited at least once (a source nothing cites backs no claim, and is
+//! usually left over from an edit that moved the claim), and every definition names a
+//! primary source with a link. Definitions sit under the lesson's last heading,
+//! `## Sources`, so every lesson ends with its sources.
 //! Code, math and directives are not prose and are not checked.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 
 use pulldown_cmark::{Event, HeadingLevel, Options, Parser, Tag, TagEnd};
 
@@ -83,7 +85,7 @@ pub fn check(file: &str, body: &str, first_line: usize, problems: &mut Vec<Probl
     let options = Options::ENABLE_TABLES | Options::ENABLE_FOOTNOTES | Options::ENABLE_MATH;
     let mut stack: Vec<Block> = Vec::new();
     let mut referenced: BTreeMap<String, usize> = BTreeMap::new();
-    let mut defined: BTreeSet<String> = BTreeSet::new();
+    let mut defined: BTreeMap<String, usize> = BTreeMap::new();
     let mut definition: Option<(String, usize, bool)> = None;
     let mut last_heading: Option<String> = None;
     let mut heading_text: Option<String> = None;
@@ -113,7 +115,13 @@ pub fn check(file: &str, body: &str, first_line: usize, problems: &mut Vec<Probl
                         ),
                     ));
                 }
-                defined.insert(label.to_string());
+                if defined.insert(label.to_string(), line).is_some() {
+                    problems.push(Problem::new(
+                        file,
+                        line,
+                        format!("footnote [^{label}] is defined twice: keep one definition"),
+                    ));
+                }
                 definition = Some((label.to_string(), line, false));
             }
             Event::End(TagEnd::FootnoteDefinition) => {
@@ -202,11 +210,20 @@ pub fn check(file: &str, body: &str, first_line: usize, problems: &mut Vec<Probl
         }
     }
     for (label, line) in &referenced {
-        if !defined.contains(label) {
+        if !defined.contains_key(label) {
             problems.push(Problem::new(
                 file,
                 *line,
                 format!("footnote [^{label}] is referenced but never defined under `## Sources`"),
+            ));
+        }
+    }
+    for (label, line) in &defined {
+        if !referenced.contains_key(label) {
+            problems.push(Problem::new(
+                file,
+                *line,
+                format!("footnote [^{label}] is defined but never cited: cite it where its claim is made, or remove it"),
             ));
         }
     }
@@ -283,6 +300,34 @@ mod tests {
         assert!(
             found.iter().any(|p| p.contains("last section must be")),
             "{found:?}"
+        );
+    }
+
+    #[test]
+    fn every_definition_is_cited_once_defined() {
+        let body = "Cited here.[^a]\n\n## Sources\n\n[^a]: A. <https://a.org>\n\n[^orphan]: B. <https://b.org>\n\n[^a]: Again. <https://a.org>\n";
+        let found = problems(body);
+        assert!(
+            found
+                .iter()
+                .any(|p| p == "7: footnote [^orphan] is defined but never cited: cite it where its claim is made, or remove it"),
+            "{found:?}"
+        );
+        assert!(
+            found.iter().any(|p| p.contains("[^a] is defined twice")),
+            "{found:?}"
+        );
+        assert!(
+            !found
+                .iter()
+                .any(|p| p.contains("[^a] is defined but never cited")),
+            "{found:?}"
+        );
+        let cited_from_a_definition = "Claim.[^a]\n\n## Sources\n\n[^a]: A, see also [^b]. <https://a.org>\n\n[^b]: B. <https://b.org>\n";
+        assert!(
+            problems(cited_from_a_definition).is_empty(),
+            "{:?}",
+            problems(cited_from_a_definition)
         );
     }
 

@@ -118,8 +118,9 @@ pub enum BreakItResult {
     Logging(LoggingResult),
 }
 
-/// PyTorch's message for this mistake (PyTorch 2.x wording).
-pub const PYTORCH_ERROR: &str = "RuntimeError: Expected all tensors to be on the same device, but found at least two devices, cuda:0 and cpu! (when checking argument for argument mat1 in method wrapper_CUDA_addmm)";
+/// PyTorch's message for this mistake, in recent releases' wording (the dispatcher's device
+/// check in `adaption.cpp`; older releases said "found at least two devices, cuda:0 and cpu!").
+pub const PYTORCH_ERROR: &str = "RuntimeError: Expected all tensors to be on the same device, but got mat1 is on cpu, different from other tensors on cuda:0 (when checking argument in method wrapper_CUDA_addmm)";
 const FIX: &str = "batch = to_device(batch, device)  # move every field before model(batch)";
 
 /// The preflight: fields not on `model_device`, as the lesson's helper words it.

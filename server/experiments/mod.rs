@@ -107,6 +107,11 @@ pub trait Experiment: Send + Sync + 'static {
     /// The numbers a learner may predict before a run; the first that applies to the
     /// parameters and the backend is asked (its question is course content).
     const PREDICT: &'static [Quantity] = &[];
+    /// Sizes in bytes the experiment uses that no parameter holds (the smallest copy of a
+    /// sweep, say). With the `*_bytes` parameters they are the sizes a lesson may name
+    /// when it describes the experiment, and `gpulab check` holds the lesson's unit words
+    /// to them (`1 KB` is not 1,024 bytes).
+    const SIZE_BOUNDS: &'static [u64] = &[];
     /// The measured value of the quantity `key` (one of [`Experiment::PREDICT`]) in
     /// `output`, when this run measured it.
     fn measure(_key: &str, _params: &Self::Params, _output: &Self::Output) -> Option<f64> {
@@ -255,6 +260,8 @@ pub trait DynExperiment: Send + Sync {
     fn selftest(&self, gpu: Option<&mut Gpu>) -> Vec<Check>;
     /// [`Experiment::PREDICT`].
     fn quantities(&self) -> &'static [Quantity];
+    /// [`Experiment::SIZE_BOUNDS`].
+    fn size_bounds(&self) -> &'static [u64];
 }
 
 /// Adapts a typed [`Experiment`] to [`DynExperiment`].
@@ -338,6 +345,10 @@ impl<E: Experiment> DynExperiment for Registered<E> {
 
     fn quantities(&self) -> &'static [Quantity] {
         E::PREDICT
+    }
+
+    fn size_bounds(&self) -> &'static [u64] {
+        E::SIZE_BOUNDS
     }
 }
 

@@ -101,6 +101,7 @@ impl Experiment for Transfer {
     const SUMMARY: &'static str = "Host↔device bandwidth, pinned and pageable, 1 KiB up to max_bytes (memcpy on a CPU server)";
     type Params = TransferParams;
     type Output = TransferResult;
+    const SIZE_BOUNDS: &'static [u64] = &[MIN_BYTES];
 
     const PREDICT: &'static [Quantity] = &[
         Quantity {

@@ -82,7 +82,7 @@ export const RUNGS = [
     sizeText: 'the machine’s RAM (the bar shows 256 GB as an example); PCIe 4.0 x16 moves about 32 GB/s',
     scope: 'the CPU; the GPU only across the bus',
     detail:
-      'Your CPU tensors and dataset live here. A kernel cannot use them until they are copied across PCIe, ' +
+      'Your CPU tensors and dataset live here. PyTorch’s GPU operations cannot use them until they are copied across PCIe, ' +
       'which at about 32 GB/s is some 64 times slower than HBM’s 2,039 GB/s. Move data once, then compute many times.',
   },
 ];
