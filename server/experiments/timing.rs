@@ -380,9 +380,17 @@ mod tests {
     /// back to back from consecutive marks, starting `device_start` ms into the run.
     fn gpu_run(device_start: f64) -> TimingResult {
         let cpu_lane = (0..LAUNCHES)
-            .map(|i| span(format!("launch {i}"), i as f64 * 0.01, i as f64 * 0.01 + 0.005))
+            .map(|i| {
+                span(
+                    format!("launch {i}"),
+                    i as f64 * 0.01,
+                    i as f64 * 0.01 + 0.005,
+                )
+            })
             .collect();
-        let marks: Vec<f64> = (0..=LAUNCHES).map(|i| device_start + 5.0 * i as f64).collect();
+        let marks: Vec<f64> = (0..=LAUNCHES)
+            .map(|i| device_start + 5.0 * i as f64)
+            .collect();
         let device_lane = (0..LAUNCHES)
             .map(|i| span(format!("kernel {i}"), marks[i], marks[i + 1]))
             .collect();
@@ -394,7 +402,12 @@ mod tests {
             tries: 2,
             converged: true,
         };
-        finish((0.1, device_start + 40.1), cpu_lane, device_lane, calibration)
+        finish(
+            (0.1, device_start + 40.1),
+            cpu_lane,
+            device_lane,
+            calibration,
+        )
     }
 
     #[test]
@@ -412,7 +425,10 @@ mod tests {
             .all(|p| p[1].start_ms >= p[0].end_ms - 1e-3);
         assert!(old_check);
         let (ok, detail) = judge(&early, true);
-        assert!(!ok && detail.contains("each kernel after its launch: false"), "{detail}");
+        assert!(
+            !ok && detail.contains("each kernel after its launch: false"),
+            "{detail}"
+        );
         // A kernel missing from the device lane, or lanes out of order.
         let mut missing = gpu_run(0.02);
         missing.device_lane.pop();

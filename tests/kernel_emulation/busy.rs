@@ -68,16 +68,27 @@ fn the_streams_output_check_catches_a_lost_or_misordered_copy_on_the_emulated_ke
     fill_input(&mut input);
     let chunk = |c: usize| input[c * per_chunk..(c + 1) * per_chunk].to_vec();
     let right = pipeline(&input, per_chunk, iterations, chunk);
-    assert_eq!(check(&input, &right, per_chunk, u64::from(iterations)), Ok(()));
+    assert_eq!(
+        check(&input, &right, per_chunk, u64::from(iterations)),
+        Ok(())
+    );
     // The copy into chunk 1's buffer was lost: the kernel ran on its zeros.
     let lost = pipeline(&input, per_chunk, iterations, |c| {
-        if c == 1 { vec![0.0; per_chunk] } else { chunk(c) }
+        if c == 1 {
+            vec![0.0; per_chunk]
+        } else {
+            chunk(c)
+        }
     });
     let error = check(&input, &lost, per_chunk, u64::from(iterations)).unwrap_err();
     assert!(error.starts_with("chunk 1"), "{error}");
     // Chunk 2's buffer still held the last run's output (the kernel ran before the copy).
     let stale = pipeline(&input, per_chunk, iterations, |c| {
-        if c == 2 { right[2 * per_chunk..].to_vec() } else { chunk(c) }
+        if c == 2 {
+            right[2 * per_chunk..].to_vec()
+        } else {
+            chunk(c)
+        }
     });
     let error = check(&input, &stale, per_chunk, u64::from(iterations)).unwrap_err();
     assert!(error.starts_with("chunk 2"), "{error}");

@@ -131,13 +131,37 @@ pub fn cases() -> Vec<GemmCase> {
             true,
             Expect::RoundedOutput(Format::Bf16),
         ),
-        base("tf32", F32, F32, Compute::F32FastTf32, TF32_SHAPE, false, Expect::Tf32),
+        base(
+            "tf32",
+            F32,
+            F32,
+            Compute::F32FastTf32,
+            TF32_SHAPE,
+            false,
+            Expect::Tf32,
+        ),
     ];
     let mut cases: Vec<GemmCase> = all
         .iter()
-        .flat_map(|c| [*c, GemmCase { transposed: true, ..*c }])
+        .flat_map(|c| {
+            [
+                *c,
+                GemmCase {
+                    transposed: true,
+                    ..*c
+                },
+            ]
+        })
         .collect();
-    cases.push(base("fp64", F64, F64, Compute::F64, SHAPE, false, Expect::Fp64));
+    cases.push(base(
+        "fp64",
+        F64,
+        F64,
+        Compute::F64,
+        SHAPE,
+        false,
+        Expect::Fp64,
+    ));
     cases
 }
 
@@ -183,7 +207,10 @@ pub fn inputs(case: &GemmCase) -> (Vec<f64>, Vec<f64>) {
     let make = |len, seed| -> Vec<f64> {
         random(len, seed)
             .into_iter()
-            .map(|x| case.input.round(f64::from(if case.positive { x.abs() } else { x })))
+            .map(|x| {
+                case.input
+                    .round(f64::from(if case.positive { x.abs() } else { x }))
+            })
             .collect()
     };
     (make(m * k, 3), make(k * n, 4))

@@ -309,9 +309,7 @@ fn run_gpu(
             join_all(&main, &lanes)
         };
         let mut clock = gpu.event_clock()?;
-        let total_ms = repeat(&mut clock, REPS, deadline, || {
-            run_once(output, &mut device)
-        })?;
+        let total_ms = repeat(&mut clock, REPS, deadline, || run_once(output, &mut device))?;
         // The checked run: an output that was not written stays NaN.
         main.sync()?;
         output.fill(f32::NAN);
@@ -516,7 +514,10 @@ impl Experiment for Streams {
             );
         }
         let _ = match &r.output_error {
-            None => writeln!(out, "outputs checked: every run computed the input's transform"),
+            None => writeln!(
+                out,
+                "outputs checked: every run computed the input's transform"
+            ),
             Some(e) => writeln!(out, "outputs WRONG: {e}"),
         };
         out

@@ -234,11 +234,10 @@ pub fn run_cpu(
     };
     // Alternate the two styles and keep each one's fastest probe (`logging`).
     let sparse = params.log_every.min(probe).max(1);
-    let (read_every_step_ms, read_every_n_ms) =
-        super::logging::best_alternating::<std::convert::Infallible>(sparse, |every| {
-            Ok(timed(every))
-        })
-        .unwrap_or_else(|never| match never {});
+    let (read_every_step_ms, read_every_n_ms) = super::logging::best_alternating::<
+        std::convert::Infallible,
+    >(sparse, |every| Ok(timed(every)))
+    .unwrap_or_else(|never| match never {});
     Ok(TrainResult {
         params: params.clone(),
         setup: super::TrainSetup::of(params),

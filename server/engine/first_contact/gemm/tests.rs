@@ -43,7 +43,13 @@ fn replayed(case: &GemmCase, tf32: bool) -> (Vec<f64>, Vec<f64>) {
 fn accumulated_in(acc: Dtype, case: &GemmCase, block: usize) -> (Vec<f64>, Vec<f64>) {
     let (m, k, n) = case.shape;
     let (a, b) = inputs(case);
-    let at_b = |p: usize, j: usize| if case.transposed { b[j * k + p] } else { b[p * n + j] };
+    let at_b = |p: usize, j: usize| {
+        if case.transposed {
+            b[j * k + p]
+        } else {
+            b[p * n + j]
+        }
+    };
     let mut c = vec![0.0; m * n];
     for i in 0..m {
         for j in 0..n {
