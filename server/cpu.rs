@@ -1,7 +1,7 @@
 //! The CPU reference: the math every GPU path is checked against, and the CPU backend's
 //! building blocks. Matrix products go through `faer` (pure Rust, safe API; its x86
 //! kernels pick AVX-512 or AVX2 at run time), so this module needs no `unsafe`; the rest
-//! is a calibrated busy loop and repeatable pseudo-random data.
+//! is a busy loop (calibrated by `measure::calibrate`) and repeatable pseudo-random data.
 //!
 //! Why faer and not `ndarray`'s `matrixmultiply`: matrixmultiply has no AVX-512 kernels
 //! and splits every product across every core; on the project's 2-core VM it took 2.4–3.9×
@@ -170,21 +170,12 @@ pub fn busy(iterations: u64) -> f32 {
 }
 
 /// The busy loop from `x`: `x = fma(x, 0.999999, 1e-6)`, `iterations` times. It is
-/// what the `busy_f32` kernel computes for each element, from that element's start.
+/// what the `busy_f32` kernel computes for each element, from that element's value.
 pub fn busy_from(mut x: f32, iterations: u64) -> f32 {
     for _ in 0..iterations {
         x = x.mul_add(0.999_999, 1e-6);
     }
     std::hint::black_box(x)
-}
-
-/// Busy-loop iterations that take about `ms` milliseconds on this CPU, from one probe.
-pub fn busy_iterations_for_ms(ms: f64) -> u64 {
-    let probe = 2_000_000u64;
-    let start = std::time::Instant::now();
-    busy(probe);
-    let per_iteration_ms = start.elapsed().as_secs_f64() * 1e3 / probe as f64;
-    (ms / per_iteration_ms.max(1e-9)).max(1.0) as u64
 }
 
 /// Deterministic pseudo-random values in [-1, 1) (xorshift), so runs are repeatable.
@@ -314,6 +305,5 @@ mod tests {
                 .all(|x| (-1.0..1.0).contains(x))
         );
         assert!(busy(1000).is_finite());
-        assert!(busy_iterations_for_ms(1.0) >= 1);
     }
 }

@@ -33,7 +33,8 @@
 //!   the device handle and streams, kernels and their typed launchers, every GEMM,
 //!   CUDA-event clocks, device memory, the device card and the doctor.
 //! - [`cpu`]: the CPU reference math every GPU path is checked against.
-//! - [`measure`]: medians and spreads, deadlines, and the one timing loop.
+//! - [`measure`]: medians and spreads, deadlines, the one timing loop, and the
+//!   calibration that warms a device up before sizing a busy loop to a target time.
 //! - [`spread`]: quartiles, outlier fences and the rule that says a timed point settled.
 //! - [`host`], [`format`]: the host machine as Linux describes it; number formatting
 //!   shared by terminal tables and lesson fallbacks.

@@ -4,7 +4,8 @@
 //! over any [`Clock`]: the host clock here, CUDA events in `gpu::timer`.
 //!
 //! It depends on nothing else in the crate, so the CPU reference, the GPU layer and the
-//! experiments can all use it.
+//! experiments can all use it. [`calibrate`] sizes a busy loop to a target duration on a
+//! device that warms up while it is measured.
 
 use std::convert::Infallible;
 use std::time::{Duration, Instant};
@@ -12,6 +13,8 @@ use std::time::{Duration, Instant};
 use serde::Serialize;
 
 use crate::spread;
+
+pub mod calibrate;
 
 /// Median and spread of one set of samples.
 #[derive(Debug, Clone, Copy, Serialize, PartialEq, utoipa::ToSchema)]

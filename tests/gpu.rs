@@ -8,7 +8,8 @@ use gpulab::experiments::Experiment;
 use gpulab::experiments::break_it::run_placement;
 use gpulab::experiments::matmul::{Matmul, MatmulParams};
 use gpulab::experiments::precision::{Precision, PrecisionParams};
-use gpulab::experiments::timing::{Timing, TimingParams};
+use gpulab::experiments::streams::{Streams, StreamsParams};
+use gpulab::experiments::timing::{self, TARGET_KERNEL_MS, Timing, TimingParams};
 use gpulab::experiments::training::{Optim, TrainParams, TrainPrecision, gpu as train_gpu, model};
 use gpulab::experiments::transfer::{Transfer, TransferParams};
 use gpulab::gpu::Gpu;
@@ -101,6 +102,36 @@ fn gpu_timing_trap_shows_the_unsynchronised_timer_under_reporting() {
     assert!(
         (r.host_sync_ms - r.device_ms).abs() < r.device_ms * 0.5,
         "{r:?}"
+    );
+    // Calibrated on a warm GPU: the kernels take about the target, and the device lane
+    // agrees with the host lane (no kernel before its launch).
+    assert!(r.calibration.converged, "{:?}", r.calibration);
+    assert!(
+        (r.kernel_ms / TARGET_KERNEL_MS - 1.0).abs() <= 0.25,
+        "{} ms per kernel: {:?}",
+        r.kernel_ms,
+        r.calibration
+    );
+    let (ok, detail) = timing::judge(&r, true);
+    assert!(ok, "{detail}");
+}
+
+#[test]
+fn gpu_streams_are_calibrated_and_their_outputs_checked() {
+    let Some(mut gpu) = gpu() else { return };
+    let p = StreamsParams {
+        chunks: 8,
+        chunk_mib: 8,
+        streams: 4,
+    };
+    let r = Streams::run_gpu(&mut gpu, &p, &later()).unwrap();
+    assert!(r.outputs_match, "{:?}", r.output_error);
+    assert!(r.calibration.converged, "{:?}", r.calibration);
+    assert!(
+        (0.75..=1.33).contains(&r.compute_copy_ratio),
+        "compute {} ms vs copy {} ms",
+        r.compute_ms,
+        r.copy_ms
     );
 }
 

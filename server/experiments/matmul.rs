@@ -14,7 +14,8 @@ use super::{Experiment, ExperimentError, Rule};
 use crate::config::Limits;
 use crate::cpu;
 use crate::gpu::{Blas, Compute, DeviceBuffer, Gpu, Operand, Output};
-use crate::measure::{Deadline, HostClock, Reps, Summary, repeat};
+use crate::measure::calibrate::{WARMUP_MS, warm_up};
+use crate::measure::{Clock, Deadline, HostClock, Reps, Summary, repeat};
 
 /// Sizes tried, smallest first.
 pub const SIZES: &[usize] = &[16, 32, 64, 128, 256, 512, 1024, 2048, 4096];
@@ -188,6 +189,16 @@ fn time_gpu(
     let mut c = stream.zeros::<f32>(n * n)?;
     let blas = gpu.blas();
     let mut clock = gpu.event_clock()?;
+    // The CPU's turn at this size let the GPU idle and drop its clock: keep it busy
+    // with this product for a while before timing it.
+    warm_up::<ExperimentError>(WARMUP_MS, WARMUP_MS / 8.0, 1, 1 << 20, |products| {
+        deadline.check()?;
+        clock.start()?;
+        for _ in 0..products {
+            sgemm(&blas, n, &a, &b, &mut c)?;
+        }
+        Ok(clock.stop()?)
+    })?;
     let resident = repeat(&mut clock, REPS, deadline, || {
         sgemm(&blas, n, &a, &b, &mut c)
     })?;
@@ -266,8 +277,9 @@ impl Experiment for Matmul {
 
     fn method(_: &MatmulParams) -> String {
         format!(
-            "square FP32 products; CPU: SGEMM (faer; one thread below {} MFLOP, every core above), host clock; GPU: cuBLAS gemm_ex (FP32) timed with CUDA events, with and without copying both inputs from pageable host memory first; {} warm-up, median of {} repetitions",
+            "square FP32 products; CPU: SGEMM (faer; one thread below {} MFLOP, every core above), host clock; GPU: cuBLAS gemm_ex (FP32) timed with CUDA events after ≥ {} ms of the same products to bring the GPU back to its working clock after the CPU's turn, with and without copying both inputs from pageable host memory first; {} warm-up, median of {} repetitions",
             cpu::PARALLEL_FROM_FLOP / 1e6,
+            WARMUP_MS,
             REPS.warmups,
             REPS.timed
         )

@@ -4,10 +4,13 @@
 //! device's own timestamps) and, per launch, when the launch call ran on the CPU and
 //! when the kernel ran on the device.
 //!
-//! On the GPU the work is the `busy_f32` kernel, calibrated to about `TARGET_KERNEL_MS`
-//! each, timed with CUDA events. On the CPU backend a worker thread plays the GPU's
-//! stream: the host hands it work and returns at once, exactly the asynchrony that
-//! makes the trap, and the worker stamps when each piece ran.
+//! On the GPU the work is the `busy_f32` kernel, calibrated on a warmed-up GPU to
+//! within ±10% of `TARGET_KERNEL_MS` each ([`calibrate`]), timed with CUDA events. On
+//! the CPU backend a worker thread plays the GPU's stream: the host hands it work and
+//! returns at once, exactly the asynchrony that makes the trap, and the worker stamps
+//! when each piece ran. Both lanes are on one clock (on the GPU the first mark is
+//! recorded and waited for before the host clock starts), so the selftest can check
+//! the device lane against the host lane: no kernel starts before its launch call.
 
 use std::fmt::Write as _;
 use std::sync::mpsc;
@@ -21,7 +24,8 @@ use super::{Experiment, ExperimentError, Rule};
 use crate::config::Limits;
 use crate::cpu;
 use crate::gpu::Gpu;
-use crate::measure::{Clock, Deadline};
+use crate::measure::calibrate::{Calibration, calibrate};
+use crate::measure::{Clock, Deadline, summarize};
 
 /// Kernels queued per run.
 pub const LAUNCHES: usize = 8;
@@ -59,18 +63,24 @@ pub struct TimingResult {
     pub cpu_lane: Vec<Span>,
     /// Device lane: each kernel's execution.
     pub device_lane: Vec<Span>,
+    /// Achieved time per kernel: the device lane's median span, ms.
+    pub kernel_ms: f64,
+    /// How the kernels were sized to `TARGET_KERNEL_MS`: warm-up, tries, what the last
+    /// calibration measurement took.
+    pub calibration: Calibration,
 }
 
 fn finish(
-    host_no_sync_ms: f64,
-    host_sync_ms: f64,
+    (host_no_sync_ms, host_sync_ms): (f64, f64),
     cpu_lane: Vec<Span>,
     device_lane: Vec<Span>,
+    calibration: Calibration,
 ) -> TimingResult {
     let device_ms = match (device_lane.first(), device_lane.last()) {
         (Some(first), Some(last)) => last.end_ms - first.start_ms,
         _ => 0.0,
     };
+    let spans: Vec<f64> = device_lane.iter().map(|s| s.end_ms - s.start_ms).collect();
     TimingResult {
         host_no_sync_ms,
         host_sync_ms,
@@ -78,7 +88,56 @@ fn finish(
         underestimate_factor: host_sync_ms / host_no_sync_ms.max(1e-6),
         cpu_lane,
         device_lane,
+        kernel_ms: summarize(&spans).map_or(f64::NAN, |s| s.median),
+        calibration,
     }
+}
+
+/// Slack for two stamps of one clock that should be ordered, ms.
+const SLACK_MS: f64 = 1e-3;
+
+/// The selftest's verdict on a run: both lanes hold every launch, in order; no kernel
+/// starts before its launch call began or before the previous kernel ended; the
+/// launches returned before the last kernel ended (the trap) and the synchronised
+/// timer covers it. With `calibrated`, the calibration also reached its target and
+/// the kernels took within ±25% of it.
+pub fn judge(r: &TimingResult, calibrated: bool) -> (bool, String) {
+    let labelled = |lane: &[Span], word: &str| {
+        lane.len() == LAUNCHES
+            && lane
+                .iter()
+                .enumerate()
+                .all(|(i, s)| s.label == format!("{word} {i}"))
+    };
+    let lanes = labelled(&r.cpu_lane, "launch") && labelled(&r.device_lane, "kernel");
+    let after_launch = r
+        .device_lane
+        .iter()
+        .zip(&r.cpu_lane)
+        .all(|(kernel, launch)| kernel.start_ms >= launch.start_ms - SLACK_MS);
+    let one_at_a_time = r
+        .device_lane
+        .windows(2)
+        .all(|p| p[1].start_ms >= p[0].end_ms - SLACK_MS);
+    let last_end = r.device_lane.last().map_or(f64::NAN, |s| s.end_ms);
+    let trap = r.host_no_sync_ms < last_end && r.host_sync_ms >= last_end - SLACK_MS;
+    let on_time = !calibrated
+        || (r.calibration.converged && (r.kernel_ms / TARGET_KERNEL_MS - 1.0).abs() <= 0.25);
+    (
+        lanes && after_launch && one_at_a_time && trap && on_time,
+        format!(
+            "lanes complete: {lanes}; each kernel after its launch: {after_launch}; one at a time: {one_at_a_time}; launches returned at {:.2} ms, last kernel ended at {last_end:.2} ms, sync timer {:.2} ms; {:.2} ms per kernel (target {TARGET_KERNEL_MS}, calibration {} after {} tries)",
+            r.host_no_sync_ms,
+            r.host_sync_ms,
+            r.kernel_ms,
+            if r.calibration.converged {
+                "converged"
+            } else {
+                "did not converge"
+            },
+            r.calibration.tries
+        ),
+    )
 }
 
 fn ms_since(t0: Instant) -> f64 {
@@ -87,7 +146,12 @@ fn ms_since(t0: Instant) -> f64 {
 
 /// The CPU backend: a worker thread stands in for the GPU's stream.
 fn run_cpu() -> Result<TimingResult, ExperimentError> {
-    let iterations = cpu::busy_iterations_for_ms(TARGET_KERNEL_MS);
+    let calibration = calibrate::<ExperimentError>(TARGET_KERNEL_MS, 100_000, 1 << 36, |it| {
+        let start = Instant::now();
+        std::hint::black_box(cpu::busy(it));
+        Ok(ms_since(start))
+    })?;
+    let iterations = calibration.iterations;
     let stopped = || ExperimentError::Failed("the CPU stream stopped".into());
     let (work_tx, work_rx) = mpsc::channel::<usize>();
     let (done_tx, done_rx) = mpsc::channel::<(usize, f64, f64)>();
@@ -122,7 +186,12 @@ fn run_cpu() -> Result<TimingResult, ExperimentError> {
     stream.join().map_err(|_| stopped())?;
     let host_sync_ms = ms_since(t0);
     device_lane.sort_by(|a, b| a.start_ms.total_cmp(&b.start_ms));
-    Ok(finish(host_no_sync_ms, host_sync_ms, cpu_lane, device_lane))
+    Ok(finish(
+        (host_no_sync_ms, host_sync_ms),
+        cpu_lane,
+        device_lane,
+        calibration,
+    ))
 }
 
 /// The CUDA backend: `busy_f32` kernels timed with events.
@@ -132,18 +201,21 @@ fn run_gpu(gpu: &mut Gpu) -> Result<TimingResult, ExperimentError> {
     let sms = gpu.card().sm_count.unwrap_or(80);
     let mut out = stream.zeros::<f32>(sms as usize * 2048)?;
     let blocks = sms.saturating_mul(8).min(65_535);
-    // Calibrate: time one kernel, then scale the loop count to the target.
-    let probe = 4096u32;
-    kernels.busy(&stream, &mut out, probe, blocks)?;
+    // Warm the GPU up, then size the kernel to the target on its boosted clock.
     let mut clock = gpu.event_clock()?;
-    clock.start()?;
-    kernels.busy(&stream, &mut out, probe, blocks)?;
-    let probe_ms = clock.stop()?.max(1e-3);
-    let iterations = ((f64::from(probe) * TARGET_KERNEL_MS / probe_ms) as u32).clamp(1, 50_000_000);
+    let calibration = calibrate::<ExperimentError>(TARGET_KERNEL_MS, 4096, 50_000_000, |it| {
+        clock.start()?;
+        kernels.busy(&stream, &mut out, it as u32, blocks)?;
+        Ok(clock.stop()?)
+    })?;
+    let iterations = calibration.iterations as u32;
 
+    // The first mark is recorded and waited for before the host clock starts, so a
+    // device offset is never earlier than the host moment it stands for.
     let mut marks = gpu.marks();
-    let t0 = Instant::now();
     marks.record(&stream)?;
+    stream.sync()?;
+    let t0 = Instant::now();
     let mut cpu_lane = Vec::with_capacity(LAUNCHES);
     for i in 0..LAUNCHES {
         let s = ms_since(t0);
@@ -166,7 +238,12 @@ fn run_gpu(gpu: &mut Gpu) -> Result<TimingResult, ExperimentError> {
             end_ms: at[i + 1],
         })
         .collect();
-    Ok(finish(host_no_sync_ms, host_sync_ms, cpu_lane, device_lane))
+    Ok(finish(
+        (host_no_sync_ms, host_sync_ms),
+        cpu_lane,
+        device_lane,
+        calibration,
+    ))
 }
 
 /// The experiment.
@@ -200,7 +277,9 @@ impl Experiment for Timing {
 
     fn method(_: &TimingParams) -> String {
         format!(
-            "{LAUNCHES} kernels of about {TARGET_KERNEL_MS} ms each queued back to back; host clock read after the launches return, host clock after synchronising, and device timestamps (CUDA events on a GPU; the worker thread's clock on the CPU backend)"
+            "{LAUNCHES} kernels of about {TARGET_KERNEL_MS} ms each (sized after ≥ {} ms of warm-up work, to within ±{}%) queued back to back; host clock read after the launches return, host clock after synchronising, and device timestamps (CUDA events on a GPU; the worker thread's clock on the CPU backend)",
+            crate::measure::calibrate::WARMUP_MS,
+            crate::measure::calibrate::TOLERANCE * 100.0
         )
     }
 
@@ -225,6 +304,16 @@ impl Experiment for Timing {
         let _ = writeln!(out, "device timestamps   : {:>8.2} ms", r.device_ms);
         let _ = writeln!(
             out,
+            "per kernel          : {:>8.2} ms (target {TARGET_KERNEL_MS} ms, calibration {})",
+            r.kernel_ms,
+            if r.calibration.converged {
+                "converged"
+            } else {
+                "did not converge"
+            }
+        );
+        let _ = writeln!(
+            out,
             "the unsynchronised timer is {:.1}x too low",
             r.underestimate_factor
         );
@@ -236,33 +325,16 @@ impl Experiment for Timing {
     }
 
     fn selftest(gpu: Option<&mut Gpu>) -> Vec<Check> {
-        let judge = |r: &TimingResult| {
-            let ordered = r
-                .device_lane
-                .windows(2)
-                .all(|p| p[1].start_ms >= p[0].end_ms - 1e-3);
-            let ok = r.device_lane.len() == LAUNCHES
-                && ordered
-                && r.host_no_sync_ms < r.host_sync_ms
-                && r.host_sync_ms >= r.device_ms * 0.9;
-            (
-                ok,
-                format!(
-                    "no sync {:.2} ms < sync {:.2} ms ≥ device {:.2} ms; kernels in order: {ordered}",
-                    r.host_no_sync_ms, r.host_sync_ms, r.device_ms
-                ),
-            )
-        };
         let mut checks = vec![checked(
             "timing: CPU stream shows the trap",
             run_cpu(),
-            judge,
+            |r| judge(r, false),
         )];
         match gpu {
             Some(gpu) => checks.push(checked(
                 "timing: GPU events show the trap",
                 run_gpu(gpu),
-                judge,
+                |r| judge(r, true),
             )),
             None => checks.push(no_gpu("timing: GPU events show the trap")),
         }
@@ -290,11 +362,87 @@ mod tests {
             "returning from launches is faster than the work: {r:?}"
         );
         assert!(r.underestimate_factor > 1.0);
-        for pair in r.device_lane.windows(2) {
-            assert!(
-                pair[1].start_ms >= pair[0].end_ms - 1e-6,
-                "work runs in order, one after another"
-            );
+        assert!(r.calibration.warmup_ms >= crate::measure::calibrate::WARMUP_MS);
+        assert!(r.kernel_ms > 0.0);
+        let (ok, detail) = judge(&r, false);
+        assert!(ok, "{detail}");
+    }
+
+    fn span(label: String, start_ms: f64, end_ms: f64) -> Span {
+        Span {
+            label,
+            start_ms,
+            end_ms,
         }
+    }
+
+    /// A GPU run as the GPU path builds it: launches 0.01 ms apart, kernels of 5 ms
+    /// back to back from consecutive marks, starting `device_start` ms into the run.
+    fn gpu_run(device_start: f64) -> TimingResult {
+        let cpu_lane = (0..LAUNCHES)
+            .map(|i| {
+                span(
+                    format!("launch {i}"),
+                    i as f64 * 0.01,
+                    i as f64 * 0.01 + 0.005,
+                )
+            })
+            .collect();
+        let marks: Vec<f64> = (0..=LAUNCHES)
+            .map(|i| device_start + 5.0 * i as f64)
+            .collect();
+        let device_lane = (0..LAUNCHES)
+            .map(|i| span(format!("kernel {i}"), marks[i], marks[i + 1]))
+            .collect();
+        let calibration = Calibration {
+            target_ms: 5.0,
+            iterations: 1000,
+            achieved_ms: 5.1,
+            warmup_ms: 60.0,
+            tries: 2,
+            converged: true,
+        };
+        finish(
+            (0.1, device_start + 40.1),
+            cpu_lane,
+            device_lane,
+            calibration,
+        )
+    }
+
+    #[test]
+    fn the_check_compares_the_device_lane_with_the_host_lane() {
+        let right = gpu_run(0.02);
+        assert!(judge(&right, true).0, "{}", judge(&right, true).1);
+        // Marks recorded where they do not track the kernels (another stream, or a
+        // device clock not aligned with the host's): the "kernels" run before they were
+        // launched. Spans cut from consecutive marks are in order whatever happened, so
+        // the old check (each span starts after the previous one ends) passes this.
+        let early = gpu_run(-4.0);
+        let old_check = early
+            .device_lane
+            .windows(2)
+            .all(|p| p[1].start_ms >= p[0].end_ms - 1e-3);
+        assert!(old_check);
+        let (ok, detail) = judge(&early, true);
+        assert!(
+            !ok && detail.contains("each kernel after its launch: false"),
+            "{detail}"
+        );
+        // A kernel missing from the device lane, or lanes out of order.
+        let mut missing = gpu_run(0.02);
+        missing.device_lane.pop();
+        assert!(!judge(&missing, true).0);
+        let mut swapped = gpu_run(0.02);
+        swapped.device_lane.swap(2, 3);
+        assert!(!judge(&swapped, true).0);
+        // No trap: the launches returned only after the work (a synchronous launch).
+        let mut blocking = gpu_run(0.02);
+        blocking.host_no_sync_ms = blocking.host_sync_ms;
+        assert!(!judge(&blocking, true).0);
+        // A GPU whose kernels missed the target (a cold calibration) fails on a GPU.
+        let mut cold = gpu_run(0.02);
+        cold.kernel_ms = 0.9;
+        assert!(!judge(&cold, true).0 && judge(&cold, false).0);
     }
 }

@@ -129,8 +129,9 @@ impl Kernels {
         Ok(())
     }
 
-    /// `busy_f32(float* out, u64 n, u32 iterations)`: `iterations` dependent FMAs per
-    /// element of `out`, on `blocks` blocks of 256 threads.
+    /// `busy_f32(float* data, u64 n, u32 iterations)`: each element of `data` run
+    /// through `iterations` dependent FMAs from its own value, in place, on `blocks`
+    /// blocks of 256 threads.
     pub fn busy(
         &self,
         stream: &Stream,
@@ -142,7 +143,8 @@ impl Kernels {
         let config = LaunchShape::Busy { blocks }.config()?;
         let mut launch = stream.raw().launch_builder(&self.busy);
         launch.arg(out).arg(&n).arg(&iterations);
-        // SAFETY: the kernel writes out[0..n) with a grid-stride loop and n is out's length.
+        // SAFETY: the kernel reads and writes out[0..n) with a grid-stride loop and n is
+        // out's length.
         unsafe { launch.launch(config) }.what("busy_f32 failed to launch")?;
         Ok(())
     }

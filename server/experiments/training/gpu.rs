@@ -299,15 +299,11 @@ pub fn run(
     let step_ms = summarize(&marks.intervals_ms()?)
         .ok_or_else(|| ExperimentError::Failed("the run took no steps".into()))?;
     let probe = params.steps.min(LOGGING_PROBE_STEPS);
-    let read_every_step_ms = time_logging(gpu, params, &data, probe, 1, deadline)?;
-    let read_every_n_ms = time_logging(
-        gpu,
-        params,
-        &data,
-        probe,
-        params.log_every.min(probe).max(1),
-        deadline,
-    )?;
+    let sparse = params.log_every.min(probe).max(1);
+    let (read_every_step_ms, read_every_n_ms) =
+        super::logging::best_alternating(sparse, |every| {
+            time_logging(gpu, params, &data, probe, every, deadline)
+        })?;
     Ok(TrainResult {
         params: params.clone(),
         setup: super::TrainSetup::of(params),

@@ -7,9 +7,11 @@
 //!
 //! [`model`] is the CPU implementation and the reference, built from [`ops`] (one
 //! function per kernel); [`gpu`] runs the same steps with cuBLAS and our kernels, and
-//! the selftest compares the two loss curves.
+//! the selftest compares the two loss curves. [`logging`] is how both time the cost
+//! of reading the loss.
 
 pub mod gpu;
+pub mod logging;
 pub mod model;
 pub mod ops;
 
@@ -249,7 +251,7 @@ impl Experiment for Training {
 
     fn method(p: &TrainParams) -> String {
         format!(
-            "Linear({f}, {h}) → ReLU → Linear({h}, 3), cross-entropy, {opt}, {prec}; {dataset} synthetic tickets; step time per step, median over all steps (GPU: CUDA events between consecutive steps; CPU: host clock); samples/s = batch / median step time (robust to one slow step); logging cost from two extra {probe}-step runs reading the loss every step and every {n} steps",
+            "Linear({f}, {h}) → ReLU → Linear({h}, 3), cross-entropy, {opt}, {prec}; {dataset} synthetic tickets; step time per step, median over all steps (GPU: CUDA events between consecutive steps; CPU: host clock); samples/s = batch / median step time (robust to one slow step); logging cost from extra {probe}-step runs reading the loss every step and every {n} steps, {runs} of each, alternating, fastest of each kept",
             f = FEATURES,
             h = p.hidden,
             opt = p.optimizer.name(),
@@ -257,6 +259,7 @@ impl Experiment for Training {
             dataset = DATASET,
             probe = p.steps.min(model::LOGGING_PROBE_STEPS),
             n = p.log_every,
+            runs = logging::PROBE_RUNS,
         )
     }
 

@@ -232,12 +232,12 @@ pub fn run_cpu(
         std::hint::black_box(seen);
         start.elapsed().as_secs_f64() * 1e3 / probe as f64
     };
-    // Alternate the two styles twice and keep each one's faster probe: a one-off stall
-    // (the first run's cold caches, another process) then cannot pass for a cost.
+    // Alternate the two styles and keep each one's fastest probe (`logging`).
     let sparse = params.log_every.min(probe).max(1);
-    let (first_every, first_sparse) = (timed(1), timed(sparse));
-    let read_every_step_ms = first_every.min(timed(1));
-    let read_every_n_ms = first_sparse.min(timed(sparse));
+    let (read_every_step_ms, read_every_n_ms) = super::logging::best_alternating::<
+        std::convert::Infallible,
+    >(sparse, |every| Ok(timed(every)))
+    .unwrap_or_else(|never| match never {});
     Ok(TrainResult {
         params: params.clone(),
         setup: super::TrainSetup::of(params),

@@ -1,12 +1,12 @@
 // e2e check for the "timing-trap" live experiment (web/static/js/experiments/timing-trap.js):
-// run it, expect the three clocks with the unsynchronised one smallest, the two-lane
-// timeline chart (canvas), and one table row per launch.
+// run it, expect the three clocks with the unsynchronised one smallest, the achieved time
+// per piece of work, the two-lane timeline chart (canvas), and one table row per launch.
 export default async function check({ figure, assert }) {
   await figure.getByRole('button', { name: 'Run the timing test' }).click();
   await figure.locator('.exp-chart canvas').first().waitFor({ timeout: 60_000 });
   assert.match(await figure.locator('.exp-chart').getAttribute('aria-label'), /two lanes/);
   const values = await figure.locator('.exp-stat-value').allInnerTexts();
-  assert.equal(values.length, 4, `three clocks and the factor: ${values}`);
+  assert.equal(values.length, 5, `three clocks, the factor and the time per piece of work: ${values}`);
   const ms = (text) => {
     const [n, unit] = text.replace(/,/g, '').split(' ');
     return Number(n) * ({ ns: 1e-6, 'µs': 1e-3, ms: 1, s: 1e3 }[unit]);
@@ -24,6 +24,7 @@ export default async function check({ figure, assert }) {
     assert.ok(Math.abs(shown - ratio) <= 0.1 * ratio + 0.1, `factor ${values[3]} vs timers ${values[0]}, ${values[1]}`);
     assert.match(caption, new RegExp(`${values[3].replace('.', '\\.')} less than`), caption);
   }
+  assert.ok(ms(values[4]) > 0, `achieved time per piece of work: ${values[4]}`);
   assert.ok(await figure.locator('.exp-table tbody tr').count() >= 1, 'spans in the table');
   // No published figure measures this, and no GPU run is recorded: the aside says so.
   const aside = figure.locator('aside.exp-reference[data-reference-for="timing"]');

@@ -49,8 +49,16 @@ function findings(result, word, cores) {
       ? finding(`From pageable memory the same ${pageable.streams} streams took ${formatMs(pageable.total_ms.median)}, ${formatTimes(ratio)} as long as from pinned memory: each copy waits for the driver's staging, so the copies stop overlapping.`, 'warn')
       : finding(`From pageable memory the same ${pageable.streams} streams took ${formatMs(pageable.total_ms.median)}, within 10% of pinned memory on this run.`));
   }
-  if (!result.outputs_match) out.push(finding('The runs did not all produce the same output: something is wrong with this server, and its numbers should not be trusted.', 'warn'));
+  if (!result.outputs_match) out.push(finding(`A run did not compute what its input should give${result.output_error ? ` (${result.output_error})` : ''}: something is wrong with this server, and its numbers should not be trusted.`, 'warn'));
   return out;
+}
+
+/** What the compute tile says under its time: how close the calibration came to the copy. */
+function computeHint(result) {
+  const ratio = result.compute_copy_ratio;
+  if (!Number.isFinite(ratio)) return 'calibrated to about the copy';
+  const settled = result.calibration && result.calibration.converged;
+  return `${formatTimes(ratio)} the copy${settled ? '' : ' (calibration did not reach it)'}`;
 }
 
 /** The timeline as lanes of positioned bars: one per stream (or thread). */
@@ -81,7 +89,7 @@ function render(results, result, device) {
   showResults(results,
     statList([
       { label: 'Copy in, one chunk', value: formatMs(result.copy_ms), hint: formatBytes(result.chunk_bytes) },
-      { label: 'Compute, one chunk', value: formatMs(result.compute_ms), hint: 'calibrated to about the copy' },
+      { label: 'Compute, one chunk', value: formatMs(result.compute_ms), hint: computeHint(result) },
       { label: 'Fastest', value: formatMs(best.total_ms.median), hint: runLabel(best, word) },
       { label: 'Speed-up', value: formatTimes(best.speedup), hint: `vs one ${word.one}` },
     ]),

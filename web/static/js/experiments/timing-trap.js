@@ -77,6 +77,7 @@ function render(results, result, device, state) {
     { label: 'Host timer, synchronised', value: formatMs(result.host_sync_ms), hint: 'waits for the work to finish' },
     { label: cpuBackend ? "Stream thread's clock" : 'CUDA events', value: formatMs(result.device_ms), hint: 'first work start to last work end' },
     { label: 'Under-reported by', value: verdict ? verdict.headline : '—', hint: 'synchronised ÷ unsynchronised' },
+    { label: 'Each piece of work', value: formatMs(result.kernel_ms), hint: result.calibration && result.calibration.converged ? `calibrated to about ${formatMs(result.calibration.target_ms)}` : 'calibration did not reach its target' },
   ];
   const spans = (result.cpu_lane || []).map((launch, i) => {
     const work = (result.device_lane || [])[i];

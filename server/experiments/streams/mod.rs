@@ -1,19 +1,23 @@
 //! Experiment: streams and overlap (lesson 5, building on lesson 4's pinned memory).
 //! The data is split into chunks; each chunk is copied to the device, processed by a
-//! kernel (`busy_f32`, calibrated so one chunk's compute takes about as long as its
-//! copy) and copied back. With one stream the three steps of every chunk run in turn;
+//! kernel (`busy_f32`, which transforms each element from its own value, calibrated on
+//! a warmed-up GPU so one chunk's compute takes about as long as its copy) and copied
+//! back. With one stream the three steps of every chunk run in turn;
 //! with more streams, chunks go round-robin over them and one chunk's copies can run
 //! while another computes. The same pipeline from pageable memory shows the overlap
-//! vanish. Every run's output is checked against the serial run's, and the fastest
-//! multi-stream run is drawn as a timeline, one lane per stream.
+//! vanish. After each configuration's timed runs one more run is checked: its output,
+//! filled with NaN beforehand, must be the input transformed chunk by chunk
+//! ([`output`]: a lost or misordered copy shows) and equal the one-stream run's byte
+//! for byte. The fastest multi-stream run is drawn as a timeline, one lane per stream.
 //!
-//! The CPU stand-in runs the same pipeline on threads (memcpy in, the calibrated busy
-//! loop, memcpy out): more threads let chunks proceed side by side, up to the number of
-//! cores. Same idea, not the same hardware, and the result says which it measured.
+//! The CPU stand-in ([`cpu`]) runs the same pipeline on threads: more threads let
+//! chunks proceed side by side, up to the number of cores. Same idea, not the same
+//! hardware, and the result says which it measured.
+
+mod cpu;
+pub mod output;
 
 use std::fmt::Write as _;
-use std::sync::mpsc;
-use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
 
@@ -21,9 +25,9 @@ use super::prediction::{On, Quantity, Scale};
 use super::selftest::{Check, checked, no_gpu};
 use super::{Experiment, ExperimentError, ParamError, Rule};
 use crate::config::Limits;
-use crate::cpu;
 use crate::gpu::{DeviceBuffer, Gpu, Kernels, Marks, Stream};
-use crate::measure::{Deadline, HostClock, Reps, Summary, repeat};
+use crate::measure::calibrate::{Calibration, calibrate};
+use crate::measure::{Deadline, Reps, Summary, repeat};
 
 /// One untimed run, then timed runs per configuration.
 pub const REPS: Reps = Reps {
@@ -95,14 +99,60 @@ pub struct StreamsResult {
     pub chunk_bytes: u64,
     /// Milliseconds to copy one chunk in (measured alone, median).
     pub copy_ms: f64,
-    /// Milliseconds of compute per chunk (measured alone, median).
+    /// Milliseconds of compute per chunk (measured alone, median, after calibration).
     pub compute_ms: f64,
+    /// `compute_ms ÷ copy_ms`: the balance the speed-up depends on (about 1 when the
+    /// calibration reached its target).
+    pub compute_copy_ratio: f64,
+    /// How the compute step was sized to the copy: warm-up, tries, what it achieved.
+    pub calibration: Calibration,
     /// Every configuration, one stream first.
     pub runs: Vec<StreamsRun>,
     /// The fastest multi-stream run, step by step.
     pub timeline: Vec<StepSpan>,
-    /// Whether every run's output matched the one-stream run's, byte for byte.
+    /// Whether every configuration's checked run computed the input's transform (on
+    /// sampled elements, against the CPU's loop) and matched the one-stream run's
+    /// output byte for byte.
     pub outputs_match: bool,
+    /// The first disagreement, when `outputs_match` is false.
+    pub output_error: Option<String>,
+}
+
+/// Folds one checked run into the running verdict: `Ok` keeps it, the first `Err`
+/// is kept.
+fn note(verdict: &mut Result<(), String>, what: &str, outcome: Result<(), String>) {
+    if let (Ok(()), Err(e)) = (&*verdict, outcome) {
+        *verdict = Err(format!("{what}: {e}"));
+    }
+}
+
+/// The selftest's verdict: every checked run computed the input's transform, the
+/// timeline has three steps per chunk, every run took time; with `calibrated`, the
+/// compute step also reached its target (within ±10% of the copy when calibrated).
+fn judge(r: &StreamsResult, calibrated: bool) -> (bool, String) {
+    let steps = r.timeline.len() == 3 * r.chunks;
+    let timed = r.runs.iter().all(|run| run.total_ms.median > 0.0);
+    let balanced = !calibrated || r.calibration.converged;
+    (
+        r.outputs_match && steps && timed && balanced,
+        format!(
+            "outputs: {}; {} timeline steps for {} chunks; compute/copy {:.2} (calibration {} after {} tries); speedups {:?}",
+            r.output_error.as_deref().unwrap_or("right"),
+            r.timeline.len(),
+            r.chunks,
+            r.compute_copy_ratio,
+            if r.calibration.converged {
+                "converged"
+            } else {
+                "did not converge"
+            },
+            r.calibration.tries,
+            r.runs
+                .iter()
+                .map(|run| (run.speedup * 100.0).round() / 100.0)
+                .collect::<Vec<_>>()
+        ),
+    )
 }
 
 /// Stream counts to compare: 1, 2, 4 … and `max` itself.
@@ -178,6 +228,12 @@ fn join_all(main: &Stream, lanes: &[Stream]) -> Result<(), ExperimentError> {
     Ok(())
 }
 
+/// Kernel timings per calibration measurement (median).
+const CALIBRATION_REPS: Reps = Reps {
+    warmups: 0,
+    timed: 3,
+};
+
 fn run_gpu(
     gpu: &mut Gpu,
     p: &StreamsParams,
@@ -191,8 +247,8 @@ fn run_gpu(
     let mut pinned_out = gpu.pinned::<f32>(total)?;
     let pinned_in = pinned_in.as_mut_slice()?;
     let pinned_out = pinned_out.as_mut_slice()?;
-    pinned_in.fill(1.0);
-    let pageable_in = vec![1.0f32; total];
+    output::fill_input(pinned_in);
+    let pageable_in = pinned_in.to_vec();
     let mut pageable_out = vec![0.0f32; total];
     let mut device: Vec<DeviceBuffer<f32>> = (0..p.chunks)
         .map(|_| main.zeros::<f32>(per_chunk))
@@ -203,20 +259,22 @@ fn run_gpu(
         .unwrap_or(80)
         .saturating_mul(4)
         .min(65_535);
-    // Calibrate: one chunk's copy, and a probe kernel scaled to match it.
+    // Calibrate: one chunk's copy, then (on a warmed-up GPU) the kernel to match it.
     let mut clock = gpu.event_clock()?;
     let copy = repeat(&mut clock, REPS, deadline, || {
         main.copy_to_device(&pinned_in[..per_chunk], &mut device[0])
             .map_err(ExperimentError::from)
     })?;
-    let probe = 256u32;
-    let probe_ms = repeat(&mut clock, REPS, deadline, || {
-        kernels
-            .busy(&main, &mut device[0], probe, blocks)
-            .map_err(ExperimentError::from)
+    let calibration = calibrate(copy.median, 256, 1 << 24, |iterations| {
+        let iterations = u32::try_from(iterations).unwrap_or(u32::MAX);
+        repeat(&mut clock, CALIBRATION_REPS, deadline, || {
+            kernels
+                .busy(&main, &mut device[0], iterations, blocks)
+                .map_err(ExperimentError::from)
+        })
+        .map(|ms| ms.median)
     })?;
-    let iterations =
-        ((f64::from(probe) * copy.median / probe_ms.median.max(1e-6)) as u32).clamp(1, 1 << 24);
+    let iterations = u32::try_from(calibration.iterations).unwrap_or(u32::MAX);
     let compute = repeat(&mut clock, REPS, deadline, || {
         kernels
             .busy(&main, &mut device[0], iterations, blocks)
@@ -229,34 +287,51 @@ fn run_gpu(
     };
     let mut runs = Vec::new();
     let mut reference: Option<Vec<f32>> = None;
-    let mut outputs_match = true;
+    let mut verdict = Ok(());
     let configs = stream_counts(p.streams)
         .into_iter()
         .map(|s| (s, "pinned"))
         .chain([(p.streams.max(1), "pageable")]);
     for (streams, memory) in configs {
         let lanes = lanes(&main, streams)?;
-        let mut clock = gpu.event_clock()?;
-        let total_ms = repeat(&mut clock, REPS, deadline, || {
+        let pinned = memory == "pinned";
+        let input: &[f32] = if pinned { &*pinned_in } else { &pageable_in };
+        let output: &mut [f32] = if pinned {
+            &mut *pinned_out
+        } else {
+            &mut pageable_out
+        };
+        let run_once = |out: &mut [f32], device: &mut [DeviceBuffer<f32>]| {
             for lane in &lanes {
                 lane.join(&main)?;
             }
-            if memory == "pinned" {
-                pipeline.queue(&lanes, pinned_in, pinned_out, &mut device, None)?;
-            } else {
-                pipeline.queue(&lanes, &pageable_in, &mut pageable_out, &mut device, None)?;
-            }
+            pipeline.queue(&lanes, input, out, device, None)?;
             join_all(&main, &lanes)
-        })?;
-        main.sync()?;
-        let output: &[f32] = if memory == "pinned" {
-            pinned_out
-        } else {
-            &pageable_out
         };
+        let mut clock = gpu.event_clock()?;
+        let total_ms = repeat(&mut clock, REPS, deadline, || run_once(output, &mut device))?;
+        // The checked run: an output that was not written stays NaN.
+        main.sync()?;
+        output.fill(f32::NAN);
+        run_once(output, &mut device)?;
+        main.sync()?;
+        let what = format!("{streams} streams, {memory}");
+        note(
+            &mut verdict,
+            &what,
+            output::check(input, output, per_chunk, u64::from(iterations)),
+        );
         match &reference {
             None => reference = Some(output.to_vec()),
-            Some(expected) => outputs_match &= expected.as_slice() == output,
+            Some(expected) => note(
+                &mut verdict,
+                &what,
+                if expected.as_slice() == &*output {
+                    Ok(())
+                } else {
+                    Err("the output differs from the one-stream run's".into())
+                },
+            ),
         }
         runs.push(StreamsRun {
             streams,
@@ -288,9 +363,12 @@ fn run_gpu(
         chunk_bytes: (per_chunk * size_of::<f32>()) as u64,
         copy_ms: copy.median,
         compute_ms: compute.median,
+        compute_copy_ratio: compute.median / copy.median,
+        calibration,
         runs,
         timeline,
-        outputs_match,
+        outputs_match: verdict.is_ok(),
+        output_error: verdict.err(),
     })
 }
 
@@ -313,121 +391,6 @@ fn spans(offsets: &[f64], lanes: usize) -> Vec<StepSpan> {
                 })
         })
         .collect()
-}
-
-/// A chunk's number, its input and where its output goes.
-type Chunk<'a> = (usize, &'a [f32], &'a mut [f32]);
-
-/// The CPU stand-in: each chunk is copied in (to the worker's staging buffer),
-/// computed and copied out (to `output`) by one of `staging.len()` workers, chunks
-/// round-robin; returns each step's span. Buffers are allocated and touched by the
-/// caller, so what is timed is copying and computing, not page faults.
-fn cpu_pipeline(
-    input: &[f32],
-    output: &mut [f32],
-    staging: &mut [Vec<f32>],
-    per_chunk: usize,
-    iterations: u64,
-) -> Vec<StepSpan> {
-    let threads = staging.len().max(1);
-    let mut assigned: Vec<Vec<Chunk<'_>>> = (0..threads).map(|_| Vec::new()).collect();
-    for (chunk, (source, target)) in input
-        .chunks(per_chunk)
-        .zip(output.chunks_mut(per_chunk))
-        .enumerate()
-    {
-        assigned[chunk % threads].push((chunk, source, target));
-    }
-    let t0 = Instant::now();
-    let ms = move || t0.elapsed().as_secs_f64() * 1e3;
-    let (tx, rx) = mpsc::channel();
-    std::thread::scope(|scope| {
-        for (lane, (work, buffer)) in assigned.into_iter().zip(staging.iter_mut()).enumerate() {
-            let tx = tx.clone();
-            scope.spawn(move || {
-                for (chunk, source, target) in work {
-                    let a = ms();
-                    buffer[..source.len()].copy_from_slice(source);
-                    let b = ms();
-                    std::hint::black_box(cpu::busy(iterations));
-                    let c = ms();
-                    target.copy_from_slice(&buffer[..target.len()]);
-                    let d = ms();
-                    let _ = tx.send((chunk, lane, [a, b, c, d]));
-                }
-            });
-        }
-    });
-    drop(tx);
-    let mut timeline: Vec<StepSpan> = rx
-        .into_iter()
-        .flat_map(|(chunk, lane, at)| {
-            ["copy in", "compute", "copy out"]
-                .into_iter()
-                .enumerate()
-                .map(move |(i, step)| StepSpan {
-                    lane,
-                    step,
-                    chunk,
-                    start_ms: at[i],
-                    end_ms: at[i + 1],
-                })
-        })
-        .collect();
-    timeline.sort_by(|a, b| a.start_ms.total_cmp(&b.start_ms));
-    timeline
-}
-
-fn run_cpu(p: &StreamsParams, deadline: &Deadline) -> Result<StreamsResult, ExperimentError> {
-    let per_chunk = p.chunk_mib * MIB / size_of::<f32>();
-    let input: Vec<f32> = (0..per_chunk * p.chunks)
-        .map(|i| (i % 1024) as f32)
-        .collect();
-    let mut staging = vec![0.0f32; per_chunk];
-    let copy = repeat::<_, ExperimentError>(&mut HostClock::default(), REPS, deadline, || {
-        staging.copy_from_slice(std::hint::black_box(&input[..per_chunk]));
-        std::hint::black_box(&mut staging);
-        Ok(())
-    })?;
-    let iterations = cpu::busy_iterations_for_ms(copy.median);
-    let compute = repeat::<_, ExperimentError>(&mut HostClock::default(), REPS, deadline, || {
-        std::hint::black_box(cpu::busy(iterations));
-        Ok(())
-    })?;
-    let mut runs = Vec::new();
-    let mut outputs_match = true;
-    let mut best: Option<(f64, Vec<StepSpan>)> = None;
-    let mut output = vec![0.0f32; input.len()];
-    for threads in stream_counts(p.streams) {
-        let mut buffers = vec![vec![1.0f32; per_chunk]; threads];
-        output.fill(0.0);
-        let mut timeline = Vec::new();
-        let mut clock = HostClock::default();
-        let total_ms = repeat::<_, ExperimentError>(&mut clock, REPS, deadline, || {
-            timeline = cpu_pipeline(&input, &mut output, &mut buffers, per_chunk, iterations);
-            Ok(())
-        })?;
-        outputs_match &= output == input;
-        if threads > 1 && best.as_ref().is_none_or(|(ms, _)| total_ms.median < *ms) {
-            best = Some((total_ms.median, timeline));
-        }
-        runs.push(StreamsRun {
-            streams: threads,
-            memory: "host",
-            total_ms,
-            speedup: f64::NAN,
-        });
-    }
-    speedups(&mut runs);
-    Ok(StreamsResult {
-        chunks: p.chunks,
-        chunk_bytes: (per_chunk * size_of::<f32>()) as u64,
-        copy_ms: copy.median,
-        compute_ms: compute.median,
-        runs,
-        timeline: best.map(|(_, t)| t).unwrap_or_default(),
-        outputs_match,
-    })
 }
 
 /// The experiment.
@@ -498,8 +461,14 @@ impl Experiment for Streams {
 
     fn method(p: &StreamsParams) -> String {
         format!(
-            "{} chunks of {} MiB, each copied in, processed by a kernel calibrated to take about as long as one chunk's copy, and copied out; chunks round-robin over 1, 2, 4 … {} streams (CPU: worker threads, memcpy and a busy loop); whole pipeline timed with CUDA events (CPU: host clock), {} warm-up then median of {}; outputs compared with the one-stream run",
-            p.chunks, p.chunk_mib, p.streams, REPS.warmups, REPS.timed
+            "{} chunks of {} MiB, each copied in, transformed in place by a kernel calibrated (after ≥ {} ms of warm-up work, to within ±{}%) to take about as long as one chunk's copy, and copied out; chunks round-robin over 1, 2, 4 … {} streams (CPU: worker threads, memcpy and the same loop per element); whole pipeline timed with CUDA events (CPU: host clock), {} warm-up then median of {}; one more run per configuration checked against the CPU's loop on sampled elements and against the one-stream run",
+            p.chunks,
+            p.chunk_mib,
+            crate::measure::calibrate::WARMUP_MS,
+            crate::measure::calibrate::TOLERANCE * 100.0,
+            p.streams,
+            REPS.warmups,
+            REPS.timed
         )
     }
 
@@ -512,15 +481,25 @@ impl Experiment for Streams {
     }
 
     fn run_cpu(p: &StreamsParams, deadline: &Deadline) -> Result<StreamsResult, ExperimentError> {
-        run_cpu(p, deadline)
+        cpu::run(p, deadline)
     }
 
     fn table(_: &StreamsParams, r: &StreamsResult) -> String {
         let mut out = String::new();
         let _ = writeln!(
             out,
-            "{} chunks of {} bytes; one chunk: copy {:.3} ms, compute {:.3} ms",
-            r.chunks, r.chunk_bytes, r.copy_ms, r.compute_ms
+            "{} chunks of {} bytes; one chunk: copy {:.3} ms, compute {:.3} ms (compute/copy {:.2}; calibration {} after {} tries)",
+            r.chunks,
+            r.chunk_bytes,
+            r.copy_ms,
+            r.compute_ms,
+            r.compute_copy_ratio,
+            if r.calibration.converged {
+                "converged"
+            } else {
+                "did not converge"
+            },
+            r.calibration.tries
         );
         let _ = writeln!(
             out,
@@ -534,15 +513,13 @@ impl Experiment for Streams {
                 run.streams, run.memory, run.total_ms.median, run.speedup
             );
         }
-        let _ = writeln!(
-            out,
-            "outputs {} the one-stream run",
-            if r.outputs_match {
-                "match"
-            } else {
-                "DIFFER from"
-            }
-        );
+        let _ = match &r.output_error {
+            None => writeln!(
+                out,
+                "outputs checked: every run computed the input's transform"
+            ),
+            Some(e) => writeln!(out, "outputs WRONG: {e}"),
+        };
         out
     }
 
@@ -562,32 +539,16 @@ impl Experiment for Streams {
             chunk_mib: 1,
             streams: 2,
         };
-        let judge = |r: &StreamsResult| {
-            let steps = r.timeline.len() == 3 * r.chunks;
-            (
-                r.outputs_match && steps && r.runs.iter().all(|run| run.total_ms.median > 0.0),
-                format!(
-                    "outputs match: {}, {} timeline steps for {} chunks, speedups {:?}",
-                    r.outputs_match,
-                    r.timeline.len(),
-                    r.chunks,
-                    r.runs
-                        .iter()
-                        .map(|run| (run.speedup * 100.0).round() / 100.0)
-                        .collect::<Vec<_>>()
-                ),
-            )
-        };
         let mut checks = vec![checked(
             "streams: CPU threads compute what one thread does",
-            run_cpu(&small, &deadline),
-            judge,
+            cpu::run(&small, &deadline),
+            |r| judge(r, false),
         )];
         match gpu {
             Some(gpu) => checks.push(checked(
                 "streams: multi-stream and pageable runs compute what one stream does",
                 run_gpu(gpu, &small, &deadline),
-                judge,
+                |r| judge(r, true),
             )),
             None => checks.push(no_gpu("streams: multi-stream runs on the GPU")),
         }
@@ -614,8 +575,11 @@ mod tests {
             chunk_mib: 1,
             streams: 2,
         };
-        let r = run_cpu(&p, &Deadline::after(Duration::from_secs(60))).unwrap();
-        assert!(r.outputs_match);
+        let r = cpu::run(&p, &Deadline::after(Duration::from_secs(60))).unwrap();
+        assert!(r.outputs_match, "{:?}", r.output_error);
+        assert!(r.calibration.warmup_ms >= crate::measure::calibrate::WARMUP_MS);
+        assert!(r.compute_copy_ratio > 0.0 && r.calibration.iterations >= 1);
+        assert!(judge(&r, false).0, "{}", judge(&r, false).1);
         assert_eq!(r.runs.len(), 2);
         assert_eq!(r.runs[0].speedup, 1.0);
         assert_eq!(r.timeline.len(), 18);

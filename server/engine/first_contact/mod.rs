@@ -1,8 +1,10 @@
 //! The start-up self-test: before a GPU serves a single student, it must compute what
 //! the CPU computes. Nothing in GPU Lab has been run on most GPUs it will meet, so the
-//! first contact checks every path the experiments use — a GEMM per dtype against an
-//! FP64 product computed on the CPU (so a wrong cuBLAS argument mapping cannot hide
-//! behind a GPU-side reference), one training step on the GPU against the same step on
+//! first contact checks every path the experiments use — a GEMM per input, output and
+//! compute type against an FP64 product computed on the CPU ([`gemm`]: a wrong cuBLAS
+//! argument mapping cannot hide behind a GPU-side reference, and each rule is tight
+//! enough to catch a 16-bit accumulation or an FP32 product passed off as TF32), one
+//! training step on the GPU against the same step on
 //! the CPU, one kernel, and a pinned copy round trip compared byte for byte. Any
 //! failure puts the whole server on the CPU backend, with the failing check on the
 //! device card and in `/readyz`; `gpulab selftest` prints the full report.
@@ -10,16 +12,16 @@
 //! `GPULAB_INJECT_SELFTEST_FAILURE=1` adds a failing check, to prove the fallback on a
 //! real GPU (tests/gpu.rs) and the reporting on the CPU (tests/experiments.rs).
 
-use half::{bf16, f16};
 use serde::Serialize;
 
 use crate::cpu::Mat;
 use crate::experiments::precision::{Format, tolerance};
 use crate::experiments::training::{TrainParams, gpu as training_gpu, model};
 use crate::experiments::{Check, ExperimentError, Outcome};
-use crate::gpu::blas::{BlasScalar, Compute, Operand, Output};
-use crate::gpu::{Gpu, GpuError};
+use crate::gpu::Gpu;
 use crate::measure::Deadline;
+
+pub mod gemm;
 
 /// The environment variable that injects a failing check.
 pub const INJECT: &str = "GPULAB_INJECT_SELFTEST_FAILURE";
@@ -100,7 +102,7 @@ pub fn injected() -> Option<Check> {
 
 /// The GPU's quick checks.
 pub fn gpu_checks(gpu: &mut Gpu) -> Vec<Check> {
-    let mut checks = gemm_checks(gpu);
+    let mut checks = gemm::checks(gpu);
     checks.push(training_step(gpu));
     checks.push(kernel(gpu));
     checks.push(pinned_round_trip(gpu));
@@ -110,7 +112,7 @@ pub fn gpu_checks(gpu: &mut Gpu) -> Vec<Check> {
 
 /// The CPU backend's quick checks: its GEMM against the FP64 product.
 pub fn cpu_checks() -> Vec<Check> {
-    let (m, k, n) = SHAPE;
+    let (m, k, n) = gemm::SHAPE;
     let a = random(m * k, 1);
     let b = random(k * n, 2);
     let mut c = vec![0f32; m * n];
@@ -125,160 +127,6 @@ pub fn cpu_checks() -> Vec<Check> {
     )];
     checks.extend(injected());
     checks
-}
-
-/// Odd, non-square sizes, so a swapped dimension or leading dimension shows.
-const SHAPE: (usize, usize, usize) = (37, 53, 29);
-
-fn gemm_checks(gpu: &Gpu) -> Vec<Check> {
-    let mut checks = Vec::new();
-    for transposed in [false, true] {
-        checks.push(gemm_check::<f32>(
-            "fp32",
-            Compute::F32,
-            Format::Fp32,
-            transposed,
-            gpu,
-        ));
-        checks.push(gemm_check::<f32>(
-            "tf32",
-            Compute::F32FastTf32,
-            Format::Tf32,
-            transposed,
-            gpu,
-        ));
-        checks.push(gemm_check::<f16>(
-            "fp16",
-            Compute::F32,
-            Format::Fp16,
-            transposed,
-            gpu,
-        ));
-        checks.push(gemm_check::<bf16>(
-            "bf16",
-            Compute::F32,
-            Format::Bf16,
-            transposed,
-            gpu,
-        ));
-    }
-    checks.push(gemm_check::<f64>(
-        "fp64",
-        Compute::F64,
-        Format::Fp32,
-        false,
-        gpu,
-    ));
-    checks
-}
-
-/// Input types the check converts from and to f64.
-trait Input: BlasScalar {
-    fn from_f64(x: f64) -> Self;
-    fn to_f64(self) -> f64;
-}
-impl Input for f32 {
-    fn from_f64(x: f64) -> Self {
-        x as f32
-    }
-    fn to_f64(self) -> f64 {
-        f64::from(self)
-    }
-}
-impl Input for f64 {
-    fn from_f64(x: f64) -> Self {
-        x
-    }
-    fn to_f64(self) -> f64 {
-        self
-    }
-}
-impl Input for f16 {
-    fn from_f64(x: f64) -> Self {
-        f16::from_f64(x)
-    }
-    fn to_f64(self) -> f64 {
-        f64::from(self)
-    }
-}
-impl Input for bf16 {
-    fn from_f64(x: f64) -> Self {
-        bf16::from_f64(x)
-    }
-    fn to_f64(self) -> f64 {
-        f64::from(self)
-    }
-}
-
-/// `C = A · B` (or `A · Bᵀ` with B stored `n × k`) on cuBLAS in `T`, against the FP64
-/// product of the same (already rounded) inputs computed here.
-fn gemm_check<T: Input>(
-    name: &str,
-    compute: Compute,
-    format: Format,
-    transposed: bool,
-    gpu: &Gpu,
-) -> Check {
-    let (m, k, n) = SHAPE;
-    let label = format!(
-        "first contact: {name} GEMM (A·B{}) vs CPU FP64",
-        if transposed { "ᵀ" } else { "" }
-    );
-    let a: Vec<T> = random(m * k, 3)
-        .into_iter()
-        .map(|x| T::from_f64(f64::from(x)))
-        .collect();
-    let b: Vec<T> = random(k * n, 4)
-        .into_iter()
-        .map(|x| T::from_f64(f64::from(x)))
-        .collect();
-    let run = || -> Result<Vec<f64>, GpuError> {
-        let stream = gpu.stream();
-        let (da, db) = (stream.upload(&a)?, stream.upload(&b)?);
-        let b_operand = if transposed {
-            Operand::new(&db, n, k).t()
-        } else {
-            Operand::new(&db, k, n)
-        };
-        let out: Vec<f64> = if compute == Compute::F64 {
-            let mut dc = stream.zeros::<f64>(m * n)?;
-            gpu.blas().gemm(
-                Operand::new(&da, m, k),
-                b_operand,
-                Output::new(&mut dc, m, n),
-                compute,
-            )?;
-            stream.download(&dc)?
-        } else {
-            let mut dc = stream.zeros::<f32>(m * n)?;
-            gpu.blas().gemm(
-                Operand::new(&da, m, k),
-                b_operand,
-                Output::new(&mut dc, m, n),
-                compute,
-            )?;
-            stream.download(&dc)?.into_iter().map(f64::from).collect()
-        };
-        Ok(out[..m * n].to_vec())
-    };
-    let wide = |v: &[T]| v.iter().map(|x| x.to_f64()).collect::<Vec<_>>();
-    let reference = product(&wide(&a), &wide(&b), m, k, n, transposed);
-    let limit = if compute == Compute::F64 {
-        1e-12
-    } else {
-        tolerance(format, k)
-    };
-    match run() {
-        Ok(out) => {
-            let error = max_relative_error(&out, &reference);
-            Check::expect(
-                label,
-                error <= limit,
-                format!("max relative error {error:.1e} (≤ {limit:.1e})"),
-            )
-        }
-        Err(e) => Check::error(label, e),
-    }
 }
 
 /// One optimiser step (two, to see the update land) on the GPU and the CPU.
@@ -440,7 +288,7 @@ mod tests {
 
     #[test]
     fn the_fp64_reference_and_the_error_measure_can_tell_a_wrong_product() {
-        let (m, k, n) = SHAPE;
+        let (m, k, n) = gemm::SHAPE;
         let a = widen(&random(m * k, 1));
         let b = widen(&random(k * n, 2));
         let right = product(&a, &b, m, k, n, false);
