@@ -104,20 +104,30 @@ class Steps(unittest.TestCase):
 
 
 class Calibration(unittest.TestCase):
-    def probes(self, cold_ms, warm_ms, cold_ratio=2.0, warm_ratio=2.0):
+    def probes(self, cold_ms, warm_ms, cold_ratio=2.0, warm_ratio=2.0, converged=True):
         logs = pathlib.Path(tempfile.mkdtemp())
         for when, ms, ratio in (("cold", cold_ms, cold_ratio), ("warm", warm_ms, warm_ratio)):
-            (logs / f"{when}-timing.json").write_text(json.dumps({"result": {"device_ms": ms}}))
-            (logs / f"{when}-streams.json").write_text(json.dumps({"result": {"compute_ms": ratio, "copy_ms": 1.0}}))
+            calibration = {"target_ms": 5.0, "achieved_ms": ms, "converged": converged}
+            (logs / f"{when}-timing.json").write_text(json.dumps({"result": {"kernel_ms": ms, "calibration": calibration}}))
+            (logs / f"{when}-streams.json").write_text(json.dumps({"result": {"compute_copy_ratio": ratio, "calibration": calibration}}))
         return logs
 
     def test_calibration_that_drifts_more_than_ten_percent_fails_on_a_gpu(self):
-        _, gates = verdict.calibration(self.probes(50.0, 52.0), "gpu")
-        self.assertEqual([g["status"] for g in gates], ["pass", "pass"])
-        _, gates = verdict.calibration(self.probes(20.0, 50.0, 1.0, 2.0), "gpu")
-        self.assertEqual([g["status"] for g in gates], ["fail", "fail"])
-        _, gates = verdict.calibration(self.probes(20.0, 50.0), "cpu")
+        _, gates = verdict.calibration(self.probes(5.0, 5.2), "gpu")
+        self.assertEqual([g["status"] for g in gates], ["pass"] * 6)
+        _, gates = verdict.calibration(self.probes(2.0, 5.0, 1.0, 2.0), "gpu")
+        self.assertEqual(sorted(g["status"] for g in gates), ["fail", "fail"] + ["pass"] * 4)
+        _, gates = verdict.calibration(self.probes(5.0, 5.0, converged=False), "gpu")
+        self.assertEqual(sorted(g["status"] for g in gates), ["fail"] * 4 + ["pass"] * 2)
+        _, gates = verdict.calibration(self.probes(2.0, 5.0, converged=False), "cpu")
+        self.assertNotIn("fail", [g["status"] for g in gates])
         self.assertIn("warn", [g["status"] for g in gates])
+
+    def test_an_older_builds_probe_fields_still_read(self):
+        logs = pathlib.Path(tempfile.mkdtemp())
+        (logs / "cold-timing.json").write_text(json.dumps({"result": {"device_ms": 50.0}}))
+        (logs / "cold-streams.json").write_text(json.dumps({"result": {"compute_ms": 3.0, "copy_ms": 1.5}}))
+        self.assertEqual(verdict.probe_figures(logs, "cold"), {"timing_kernel_ms": 50.0, "streams_compute_over_copy": 2.0})
 
 
 class Folder(unittest.TestCase):

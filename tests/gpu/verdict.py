@@ -19,8 +19,9 @@ The numeric gates (GPU runs only; ratio = ours ÷ PyTorch on the same device):
   training, eager step time             0.5–2.0 × (reported: outside it is a warning)
   the loss-curve checks                 pass
   our doctor                            every layer ok ("7/7")
-  calibration, cold against warm        the timing trap's device time and the streams
-                                        experiment's compute/copy ratio within ±10%
+  calibration, cold against warm        each converged (±10% of its target), and the timing
+                                        trap's per-kernel time and the streams experiment's
+                                        compute/copy ratio within ±10% between the passes
 Standard library only: it runs wherever the pack runs.
 """
 
@@ -112,19 +113,34 @@ def doctor_gate(environment):
 
 
 def probe_figures(logs, when):
-    """The calibration figures of one probe pass (cold or warm), or None if absent."""
+    """The calibration figures of one probe pass (cold or warm), or None if absent: the
+    timing trap's achieved per-kernel time (older builds: its device time), the streams
+    experiment's compute/copy ratio, and whether each calibration converged."""
     figures = {}
-    try:
-        timing = json.loads((logs / f"{when}-timing.json").read_text(encoding="utf-8"))
-        figures["timing_device_ms"] = timing["result"]["device_ms"] if "result" in timing else timing["device_ms"]
-    except (OSError, KeyError, ValueError, TypeError):
-        pass
-    try:
-        streams = json.loads((logs / f"{when}-streams.json").read_text(encoding="utf-8"))
-        result = streams.get("result", streams)
-        figures["streams_compute_over_copy"] = result["compute_ms"] / result["copy_ms"]
-    except (OSError, KeyError, ValueError, TypeError, ZeroDivisionError):
-        pass
+
+    def result_of(name):
+        try:
+            document = json.loads((logs / f"{when}-{name}.json").read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return None
+        return document.get("result", document) if isinstance(document, dict) else None
+
+    timing = result_of("timing")
+    if timing:
+        value = timing.get("kernel_ms", timing.get("device_ms"))
+        if isinstance(value, (int, float)):
+            figures["timing_kernel_ms"] = value
+        if isinstance(timing.get("calibration"), dict):
+            figures["timing_converged"] = bool(timing["calibration"].get("converged"))
+    streams = result_of("streams")
+    if streams:
+        ratio = streams.get("compute_copy_ratio")
+        if ratio is None and streams.get("copy_ms"):
+            ratio = streams.get("compute_ms", 0) / streams["copy_ms"]
+        if isinstance(ratio, (int, float)):
+            figures["streams_compute_over_copy"] = ratio
+        if isinstance(streams.get("calibration"), dict):
+            figures["streams_converged"] = bool(streams["calibration"].get("converged"))
     return figures or None
 
 
@@ -132,10 +148,15 @@ def calibration(logs, mode):
     """Cold and warm figures, and gates saying whether the calibration held between them."""
     cold, warm = probe_figures(logs, "cold"), probe_figures(logs, "warm")
     gates = []
+    failing = "fail" if mode == "gpu" else "warn"
+    for when, figures in (("cold", cold), ("warm", warm)):
+        for key in sorted(k for k in (figures or {}) if k.endswith("_converged")):
+            gates.append({"name": f"calibration converged: {key.removesuffix('_converged')} ({when})",
+                          "status": "pass" if figures[key] else failing, "value": figures[key],
+                          "low": None, "high": None, "detail": "within ±10% of its target after warming up"})
     if cold and warm:
-        for key in sorted(set(cold) & set(warm)):
+        for key in sorted(k for k in set(cold) & set(warm) if not k.endswith("_converged")):
             ratio = warm[key] / cold[key] if cold[key] else None
-            failing = "fail" if mode == "gpu" else "warn"
             gates.append(gate(f"calibration holds: {key} warm ÷ cold", ratio, 0.9, 1.1,
                               f"cold {cold[key]:.4g}, warm {warm[key]:.4g}", failing))
     return {"cold": cold, "warm": warm}, gates
