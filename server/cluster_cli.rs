@@ -17,7 +17,9 @@ use gpulab::engine::shared_worker::{self, WorkerSettings};
 /// `gpulab worker`'s arguments.
 #[derive(Args)]
 pub struct WorkerArgs {
-    /// The GPU this worker runs on (it sees only that one); ignored without a GPU.
+    /// The GPU this worker runs on (it sees only that one): the N-th entry of a
+    /// `CUDA_VISIBLE_DEVICES` the scheduler set, else GPU N in PCI-bus order (as
+    /// nvidia-smi numbers them); ignored without a GPU.
     #[arg(long, env = "GPULAB_GPU", default_value_t = 0)]
     gpu: u32,
     /// The class's PostgreSQL database (`postgres://user:password@host/db`).

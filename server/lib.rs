@@ -29,8 +29,9 @@
 //! - [`experiments`]: one module per live experiment behind one trait, and the registry
 //!   from which routes, CLI commands, OpenAPI paths, lesson directives, panel bounds,
 //!   bad-input tests and selftests are derived.
-//! - [`gpu`]: the only code that talks to CUDA and the only `unsafe`: library loading,
-//!   the device handle and streams, kernels and their typed launchers, every GEMM,
+//! - [`gpu`]: the only code that talks to CUDA and the only `unsafe`: library loading
+//!   (and where it searches), which GPU a worker takes, the device handle and streams,
+//!   kernels (compiled once per process) and their typed launchers, every GEMM,
 //!   CUDA-event clocks, device memory, the device card and the doctor.
 //! - [`cpu`]: the CPU reference math every GPU path is checked against.
 //! - [`measure`]: medians and spreads, deadlines, the one timing loop, and the

@@ -131,8 +131,15 @@ fn main() -> ExitCode {
         }
         Some(Command::Bench(command)) => command.run(),
         Some(Command::Worker(args)) => {
-            gpulab::gpu::select_device(args.gpu());
+            let selected = match gpulab::gpu::select_device(args.gpu()) {
+                Ok(line) => line,
+                Err(e) => {
+                    eprintln!("gpulab worker: {e}");
+                    return ExitCode::from(2);
+                }
+            };
             init_logging();
+            tracing::info!("this worker runs on {selected}");
             report(args.run())
         }
         Some(Command::Db(command)) => report(command.run()),
@@ -377,7 +384,17 @@ fn doctor(json: bool) -> ExitCode {
             gpu_doctor::Status::Failed => "FAILED ",
             gpu_doctor::Status::Skipped => "skipped",
         };
-        println!("{}. [{mark}] {}: {}", i + 1, layer.name, layer.detail);
+        let advisory = if layer.advisory {
+            " (advisory: the GPU does not need it)"
+        } else {
+            ""
+        };
+        println!(
+            "{}. [{mark}] {}{advisory}: {}",
+            i + 1,
+            layer.name,
+            layer.detail
+        );
     }
     println!("\n{}", report.verdict);
     ExitCode::SUCCESS

@@ -74,3 +74,26 @@ mod raw_http {
         response
     }
 }
+
+#[test]
+fn worker_gpu_counts_within_the_mask_it_was_given() {
+    // A scheduler granted GPUs 3 and 5: --gpu 2 does not exist for this process, and
+    // the worker says so before it touches the database or the driver.
+    let output = Command::new(env!("CARGO_BIN_EXE_gpulab"))
+        .args([
+            "worker",
+            "--gpu",
+            "2",
+            "--database",
+            "postgres://nobody@127.0.0.1:1/none",
+        ])
+        .env("CUDA_VISIBLE_DEVICES", "3,5")
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2), "{output:?}");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("CUDA_VISIBLE_DEVICES=3,5") && stderr.contains("0 to 1"),
+        "{stderr}"
+    );
+}

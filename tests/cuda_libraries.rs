@@ -68,9 +68,17 @@ fn joined(dirs: &[PathBuf]) -> String {
 
 /// `gpulab doctor --json` with only `env` telling it where libraries are.
 fn doctor(env: &[(&str, String)]) -> Value {
+    doctor_in(None, env)
+}
+
+/// [`doctor`], run in the working directory `cwd` when given.
+fn doctor_in(cwd: Option<&Path>, env: &[(&str, String)]) -> Value {
     let home = tempfile::tempdir().unwrap();
     let mut command = Command::new(env!("CARGO_BIN_EXE_gpulab"));
     command.args(["doctor", "--json"]);
+    if let Some(dir) = cwd {
+        command.current_dir(dir);
+    }
     for var in [
         "LD_LIBRARY_PATH",
         "GPULAB_CUDA_LIB",
@@ -79,6 +87,8 @@ fn doctor(env: &[(&str, String)]) -> Value {
         "CONDA_PREFIX",
         "CUDA_HOME",
         "CUDA_PATH",
+        "GPULAB_CUDA_MAJOR",
+        "PYENV_ROOT",
     ] {
         command.env_remove(var);
     }
@@ -109,7 +119,12 @@ fn passed(report: &Value, name: &str) -> String {
 
 /// NVRTC and cuBLAS of `set` were loaded from it, and every kernel compiled.
 fn uses(report: &Value, set: &WheelSet) {
-    let root = set.root.display().to_string();
+    // The loader reports the file it opened with symlinks resolved (target/cuda-wheels
+    // may itself be a link, as in a worktree seeded from another checkout).
+    let root = std::fs::canonicalize(&set.root)
+        .unwrap_or_else(|_| set.root.clone())
+        .display()
+        .to_string();
     let nvrtc = passed(report, "NVRTC loads");
     assert!(
         nvrtc.starts_with(&format!("NVRTC {}.", set.major)),
@@ -188,6 +203,107 @@ fn pip_wheels_in_a_virtual_environment_are_found_without_any_path() {
             "{blas}"
         );
     }
+}
+
+#[test]
+fn an_unactivated_dot_venv_above_the_working_directory_is_found() {
+    let Some(sets) = sets() else { return };
+    for set in &sets {
+        let project = tempfile::tempdir().unwrap();
+        let packages = project.path().join(".venv/lib/python3.12/site-packages");
+        std::fs::create_dir_all(&packages).unwrap();
+        std::os::unix::fs::symlink(&set.root, packages.join("nvidia")).unwrap();
+        let work = project.path().join("notebooks/week1");
+        std::fs::create_dir_all(&work).unwrap();
+        let report = doctor_in(Some(&work), &[]);
+        let nvrtc = passed(&report, "NVRTC loads");
+        assert!(
+            nvrtc.starts_with(&format!("NVRTC {}.", set.major)),
+            "{nvrtc}"
+        );
+    }
+}
+
+#[test]
+fn gpulab_cuda_major_picks_the_set_when_both_are_there() {
+    let Some([cu12, cu13]) = sets() else { return };
+    let both = joined(&[cu13.libs.clone(), cu12.libs.clone()].concat());
+    let report = doctor(&[("LD_LIBRARY_PATH", both.clone())]);
+    uses(&report, &cu13);
+    let report = doctor(&[
+        ("LD_LIBRARY_PATH", both.clone()),
+        ("GPULAB_CUDA_MAJOR", "12".into()),
+    ]);
+    uses(&report, &cu12);
+    let report = doctor(&[
+        ("LD_LIBRARY_PATH", both),
+        ("GPULAB_CUDA_MAJOR", "11".into()),
+    ]);
+    let nvrtc = &report["layers"][3];
+    assert_eq!(nvrtc["status"], "failed", "{nvrtc}");
+    assert!(
+        nvrtc["detail"].as_str().unwrap().contains("12 or 13"),
+        "{nvrtc}"
+    );
+}
+
+#[test]
+fn nvrtc_13s_oldest_architecture_is_the_one_the_fallback_assumes() {
+    let Some([_, cu13]) = sets() else { return };
+    let report = doctor(&[("LD_LIBRARY_PATH", joined(&cu13.libs))]);
+    let nvrtc = passed(&report, "NVRTC loads");
+    let oldest = gpulab::gpu::loader::OLDEST_SM_CUDA_13;
+    assert!(
+        nvrtc.contains(&format!("compiles for sm_{oldest} …")),
+        "{nvrtc}: CUDA 13's oldest architecture moved; update OLDEST_SM_CUDA_13"
+    );
+}
+
+/// A stand-in for the CUDA toolkit's `lib64/stubs/libcuda.so`: every call fails with
+/// CUDA_ERROR_STUB_LIBRARY (34), as the driver API documents for the stub.
+const STUB_LIBCUDA: &str = r#"
+int cuInit(unsigned int flags) { (void)flags; return 34; }
+int cuDriverGetVersion(int *version) { (void)version; return 34; }
+int cuDeviceGet(int *device, int ordinal) { (void)device; (void)ordinal; return 34; }
+int cuDeviceGetCount(int *count) { (void)count; return 34; }
+"#;
+
+#[test]
+fn a_stub_libcuda_is_named_and_never_a_silent_cpu_fallback() {
+    let dir = tempfile::tempdir().unwrap();
+    let source = dir.path().join("stub.c");
+    std::fs::write(&source, STUB_LIBCUDA).unwrap();
+    let library = dir.path().join("libcuda.so");
+    let out = Command::new("cc")
+        .args(["-shared", "-fPIC", "-o"])
+        .arg(&library)
+        .arg(&source)
+        .output()
+        .expect("cc (build-essential) is needed to build the stub");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    std::os::unix::fs::symlink(&library, dir.path().join("libcuda.so.1")).unwrap();
+    let report = doctor(&[("LD_LIBRARY_PATH", dir.path().display().to_string())]);
+    let driver = &report["layers"][0];
+    assert_eq!(driver["status"], "failed", "{driver}");
+    let detail = driver["detail"].as_str().unwrap();
+    assert!(
+        detail.contains("is a stub") && detail.contains("error 34"),
+        "{detail}"
+    );
+    assert!(
+        detail.contains(&dir.path().display().to_string()),
+        "names the file: {detail}"
+    );
+    assert_eq!(report["backend"], "cpu");
+    let verdict = report["verdict"].as_str().unwrap();
+    assert!(
+        verdict.contains("is a stub"),
+        "the verdict carries the reason: {verdict}"
+    );
 }
 
 /// C that fails to compile unless each version's headers agree with the constants in

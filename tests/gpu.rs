@@ -260,3 +260,23 @@ fn nvml_describes_the_cuda_device_and_the_server_is_not_another_process() {
         gpu.other_processes()
     );
 }
+
+#[test]
+fn free_memory_returns_after_a_1_gib_transfer_job() {
+    let Some(mut gpu) = gpu() else { return };
+    let free = |gpu: &Gpu| gpu.memory().report().driver_free_bytes.unwrap();
+    // A small job first, so the pool and the context's own first-use allocations are
+    // already made before the figure we compare against.
+    Transfer::run_gpu(&mut gpu, &TransferParams { max_bytes: 1 << 20 }, &later()).unwrap();
+    gpu.release_free_memory().unwrap();
+    let before = free(&gpu);
+    Transfer::run_gpu(&mut gpu, &TransferParams { max_bytes: 1 << 30 }, &later()).unwrap();
+    gpu.release_free_memory().unwrap();
+    let after = free(&gpu);
+    let lost = before.saturating_sub(after);
+    assert!(
+        lost < 8 << 20,
+        "after the job and the trim, {} MiB of device memory are still held ({before} → {after} bytes free)",
+        lost >> 20
+    );
+}

@@ -115,7 +115,15 @@ impl Backend {
             Self::Cpu => None,
             Self::Lost(reason) => return Err(ExperimentError::Failed(reason.clone())),
         };
-        let finished = job.run(self.gpu(), &deadline)?;
+        let outcome = job.run(self.gpu(), &deadline);
+        if let Self::Cuda(gpu) = self {
+            // Free memory goes back after every job, failed ones too; a trim that fails
+            // costs only an inflated memory snapshot, so it is logged, not raised.
+            if let Err(e) = gpu.release_free_memory() {
+                tracing::warn!("could not return the job's freed memory to the driver: {e}");
+            }
+        }
+        let finished = outcome?;
         let provenance = Provenance::new(card, other, method, started.elapsed().as_secs_f64());
         let mut result = provenance.attach(finished.json());
         if let (Some(measured), Value::Object(fields)) = (finished.measured(on_gpu), &mut result) {

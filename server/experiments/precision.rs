@@ -240,7 +240,12 @@ pub fn flop_per_clock_per_sm(cc: &str, p: Format) -> Option<f64> {
 pub fn peak_tflops(card: &DeviceCard, p: Format) -> Option<f64> {
     let per_sm = flop_per_clock_per_sm(card.compute_capability.as_deref()?, p)?;
     let sms = f64::from(card.sm_count?);
-    let clock_hz = f64::from(card.datasheet_clock_mhz.or(card.sm_clock_max_mhz)?) * 1e6;
+    // NVIDIA quotes FP32 (CUDA cores) at a higher clock than the tensor-core formats.
+    let datasheet = match p {
+        Format::Fp32 => crate::gpu::card::datasheet_cuda_core_clock_mhz(&card.name, card.sm_count),
+        _ => card.datasheet_clock_mhz,
+    };
+    let clock_hz = f64::from(datasheet.or(card.sm_clock_max_mhz)?) * 1e6;
     Some(per_sm * sms * clock_hz / 1e12)
 }
 
@@ -616,5 +621,22 @@ mod tests {
         assert_eq!(flop_per_clock_per_sm("9.0", Format::Tf32), Some(2048.0));
         assert_eq!(flop_per_clock_per_sm("7.0", Format::Bf16), None);
         assert_eq!(flop_per_clock_per_sm("5.2", Format::Fp32), None);
+    }
+
+    #[test]
+    fn each_format_uses_its_own_datasheet_clock() {
+        let mut card = crate::gpu::card::cpu_card("test");
+        card.name = "NVIDIA H100 80GB HBM3".into();
+        card.compute_capability = Some("9.0".into());
+        card.sm_count = Some(132);
+        card.sm_clock_max_mhz = Some(1980);
+        card.datasheet_clock_mhz = crate::gpu::card::datasheet_clock_mhz(&card.name, card.sm_count);
+        let fp32 = peak_tflops(&card, Format::Fp32).unwrap();
+        assert!(
+            (fp32 - 67.0).abs() < 0.5,
+            "FP32 on H100 SXM is 67 TFLOP/s, not {fp32:.1}"
+        );
+        let fp16 = peak_tflops(&card, Format::Fp16).unwrap();
+        assert!((fp16 - 989.4).abs() < 1.0, "{fp16}");
     }
 }

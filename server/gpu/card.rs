@@ -118,6 +118,19 @@ pub fn datasheet_clock_mhz(name: &str, sm_count: Option<u32>) -> Option<u32> {
     }
 }
 
+/// The SM clock (MHz) behind the datasheet's FP32 peak on CUDA cores, which NVIDIA
+/// quotes at a higher clock than the tensor-core figures: peak ÷ (SMs × 256 FLOP per
+/// clock per SM). H100 SXM and H200: 67 TFLOP/s ÷ (132 × 256) = 1,980 MHz (so FP32 is
+/// 67, not the 61.8 the tensor clock would give); H100 PCIe: 51 TFLOP/s ÷ (114 × 256)
+/// ≈ 1,755 MHz (NVIDIA H100 and H200 datasheets).
+pub fn datasheet_cuda_core_clock_mhz(name: &str, sm_count: Option<u32>) -> Option<u32> {
+    match datasheet_clock_mhz(name, sm_count)? {
+        1830 => Some(1980),
+        1620 => Some(1755),
+        _ => None,
+    }
+}
+
 /// The card of an open context, from the driver API and (when it matched) NVML.
 pub(super) fn read_card(
     ctx: &Arc<CudaContext>,
@@ -153,7 +166,10 @@ pub(super) fn read_card(
         driver_version,
         cuda_driver_version,
         cpu: cpu_info(),
-        note: "Experiments run on this GPU, one at a time.".to_string(),
+        note: match nvml.and_then(|n| super::nvml::mig_note(n.uuid())) {
+            Some(mig) => format!("Experiments run on this GPU, one at a time. {mig}"),
+            None => "Experiments run on this GPU, one at a time.".to_string(),
+        },
     }
 }
 
@@ -182,6 +198,39 @@ mod tests {
             None
         );
         assert_eq!(datasheet_clock_mhz("NVIDIA H100 80GB HBM3", None), None);
+    }
+
+    #[test]
+    fn the_fp32_peak_uses_its_own_datasheet_clock() {
+        let fp32_peak = |mhz: u32, sms: u32| f64::from(mhz) * 1e6 * f64::from(sms) * 256.0 / 1e12;
+        let sxm = datasheet_cuda_core_clock_mhz("NVIDIA H100 80GB HBM3", Some(132)).unwrap();
+        assert!(
+            (fp32_peak(sxm, 132) - 67.0).abs() < 0.5,
+            "{}",
+            fp32_peak(sxm, 132)
+        );
+        let h200 = datasheet_cuda_core_clock_mhz("NVIDIA H200", Some(132)).unwrap();
+        assert!((fp32_peak(h200, 132) - 67.0).abs() < 0.5);
+        let pcie = datasheet_cuda_core_clock_mhz("NVIDIA H100 PCIe", Some(114)).unwrap();
+        assert!(
+            (fp32_peak(pcie, 114) - 51.0).abs() < 0.5,
+            "{}",
+            fp32_peak(pcie, 114)
+        );
+        // The tensor clock would understate FP32: 61.8, the figure the issue caught.
+        let tensor = datasheet_clock_mhz("NVIDIA H100 80GB HBM3", Some(132)).unwrap();
+        assert!((fp32_peak(tensor, 132) - 61.8).abs() < 0.1);
+        assert_eq!(
+            datasheet_cuda_core_clock_mhz("NVIDIA A100-SXM4-80GB", Some(108)),
+            None
+        );
+        // H100 NVL has the SXM's 132 SMs but other clocks: no SXM figure is borrowed
+        // for it (its peaks fall back to NVML's maximum clock).
+        assert_eq!(datasheet_clock_mhz("NVIDIA H100 NVL", Some(132)), None);
+        assert_eq!(
+            datasheet_cuda_core_clock_mhz("NVIDIA H100 NVL", Some(132)),
+            None
+        );
     }
 
     #[test]

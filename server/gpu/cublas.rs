@@ -86,7 +86,7 @@ pub fn get() -> Result<&'static Cublas, GpuError> {
 
 impl Cublas {
     fn load() -> Result<Self, GpuError> {
-        let loaded = loader::open(Library::Cublas, loader::driver_major())?;
+        let loaded = loader::open(Library::Cublas, loader::driver_major(), loader::device_sm())?;
         let get_property: unsafe extern "C" fn(c_int, *mut c_int) -> Status;
         // SAFETY: each symbol is looked up by its C name and given that name's signature
         // in cublas_api.h of CUDA 12 and 13 (checked by tests/cuda_libraries.rs); the

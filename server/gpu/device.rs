@@ -276,6 +276,39 @@ impl Gpu {
         Self::open()
     }
 
+    /// Hands memory that finished jobs freed back to the driver: waits for every
+    /// stream (a buffer freed on a stream is only free once the stream gets there),
+    /// then trims the device's stream-ordered pool (where cudarc's `cuMemAllocAsync`
+    /// buffers come from) to nothing kept. Without it a snapshot after a 1 GiB
+    /// transfer could show that GiB as used by the server. The engine calls it after
+    /// every job.
+    pub fn release_free_memory(&self) -> Result<(), GpuError> {
+        self.ctx
+            .synchronize()
+            .what("synchronising before the trim failed")?;
+        let pools = self
+            .ctx
+            .attribute(
+                cudarc::driver::sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED,
+            )
+            .what("cannot ask whether the device has memory pools")?;
+        if pools == 0 {
+            return Ok(()); // no pool: cudarc allocated with cuMemAlloc, freed at once
+        }
+        let mut pool: cudarc::driver::sys::CUmemoryPool = std::ptr::null_mut();
+        // SAFETY: cuDeviceGetMemPool writes one pool handle into `pool`, a live local;
+        // the device handle comes from this live context.
+        unsafe { cudarc::driver::sys::cuDeviceGetMemPool(&raw mut pool, self.ctx.cu_device()) }
+            .result()
+            .what("cannot find the device's memory pool")?;
+        // SAFETY: `pool` is the device's current pool, just returned by the driver; the
+        // trim only releases memory no allocation holds (the context was synchronised,
+        // so every queued free has happened), and 0 asks to keep nothing reserved.
+        unsafe { cudarc::driver::sys::cuMemPoolTrimTo(pool, 0) }
+            .result()
+            .what("trimming the memory pool failed")
+    }
+
     /// Other processes using this GPU right now (NVML), when NVML can tell.
     pub fn other_processes(&self) -> Option<usize> {
         let pids: Vec<u32> = self

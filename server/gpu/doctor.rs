@@ -4,14 +4,16 @@
 //! *driver load* what NVRTC compiled (a PTX newer than the driver compiles fine and
 //! fails only here), does cuBLAS load and create a handle. Each layer passes, fails
 //! with the underlying error text and the library's path and version, or is skipped
-//! because a layer below it failed. The server uses the GPU only when every layer
-//! passes.
+//! because a layer below it failed. The server uses the GPU only when every required
+//! layer passes. NVML is *advisory*: the device card's clocks, link and process list
+//! come from it, but no experiment needs it, and a container started without the
+//! `utility` driver capability has CUDA and no NVML — it still computes on the GPU.
 
 use serde::Serialize;
 
 use super::error::{DriverContext, GpuError};
 use super::launch::Kernels;
-use super::loader::{driver_present, driver_version, guarded, require_driver};
+use super::loader::{driver_version, guarded, require_driver};
 use super::nvml::NvmlDevice;
 use super::{cublas, kernels, nvrtc};
 
@@ -36,6 +38,9 @@ pub struct Layer {
     pub status: Status,
     /// What was seen, or the error.
     pub detail: String,
+    /// True for a layer the GPU backend does not need (NVML): its failure costs the
+    /// card some figures, never the GPU.
+    pub advisory: bool,
 }
 
 /// The whole check.
@@ -55,11 +60,13 @@ fn layer(name: &'static str, result: Result<String, GpuError>) -> Layer {
             name,
             status: Status::Ok,
             detail,
+            advisory: false,
         },
         Err(error) => Layer {
             name,
             status: Status::Failed,
             detail: error.to_string(),
+            advisory: false,
         },
     }
 }
@@ -69,16 +76,57 @@ fn skipped(name: &'static str, because: &str) -> Layer {
         name,
         status: Status::Skipped,
         detail: format!("skipped: {because}"),
+        advisory: false,
+    }
+}
+
+/// `cuda` when every required (not advisory) layer passed, else `cpu`.
+pub fn backend_for(layers: &[Layer]) -> &'static str {
+    if layers
+        .iter()
+        .filter(|l| !l.advisory)
+        .all(|l| l.status == Status::Ok)
+    {
+        "cuda"
+    } else {
+        "cpu"
+    }
+}
+
+/// The sentence a newcomer acts on: the first broken required layer, or that all is
+/// well (with what a failed advisory layer costs).
+pub fn verdict_for(layers: &[Layer], has_context: bool) -> String {
+    let required = layers
+        .iter()
+        .find(|l| !l.advisory && l.status == Status::Failed);
+    let advisory = layers
+        .iter()
+        .find(|l| l.advisory && l.status == Status::Failed);
+    match (required, advisory) {
+        (None, None) => "Everything works: experiments run on the GPU.".to_string(),
+        (None, Some(nvml)) => format!(
+            "Experiments run on the GPU. `{}` is advisory and failed, so the device card lacks NVML's clocks, PCIe link and process list (in a container, add `utility` to NVIDIA_DRIVER_CAPABILITIES): {}",
+            nvml.name, nvml.detail
+        ),
+        (Some(first), _) if has_context => format!(
+            "The GPU is there, but `{}` failed, so every experiment runs on the CPU (GPU Lab never runs half on a GPU): {}",
+            first.name, first.detail
+        ),
+        (Some(first), _) => format!(
+            "No usable GPU: the first broken layer is `{}`. Experiments run on the CPU instead: {}",
+            first.name, first.detail
+        ),
     }
 }
 
 /// Runs every layer. Never panics, whatever is installed.
 pub fn run() -> Report {
     let mut layers = Vec::new();
-    let driver_ok = driver_present();
+    let driver = require_driver();
+    let driver_ok = driver.is_ok();
     layers.push(layer(
         "CUDA driver library loads",
-        require_driver().map(|()| match driver_version() {
+        driver.map(|()| match driver_version() {
             Some(v) => format!(
                 "libcuda found; the driver supports CUDA {}.{}",
                 v / 1000,
@@ -87,7 +135,10 @@ pub fn run() -> Report {
             None => "libcuda found".to_string(),
         }),
     ));
-    layers.push(layer("NVML sees GPUs", nvml_devices()));
+    layers.push(Layer {
+        advisory: true,
+        ..layer("NVML sees GPUs", nvml_devices())
+    });
     let context = if driver_ok {
         guarded(|| cudarc::driver::CudaContext::new(0))
             .and_then(|r| r.what("context creation failed"))
@@ -110,14 +161,13 @@ pub fn run() -> Report {
                 })
             )),
         )),
-        (Err(e), true) => layers.push(Layer {
-            name: "CUDA context on device 0",
-            status: Status::Failed,
-            detail: e.to_string(),
-        }),
+        (Err(e), true) => layers.push(layer(
+            "CUDA context on device 0",
+            Err(GpuError::Unsupported(e.to_string())),
+        )),
         (Err(_), false) => layers.push(skipped(
             "CUDA context on device 0",
-            "the driver library is missing",
+            "no usable driver library",
         )),
     }
     let nvrtc = nvrtc::get();
@@ -189,23 +239,10 @@ pub fn run() -> Report {
         )),
     });
     layers.push(layer("cuBLAS loads", cublas));
-    let all_ok = layers.iter().all(|l| l.status == Status::Ok);
-    let backend = if all_ok { "cuda" } else { "cpu" };
-    let verdict = match layers.iter().find(|l| l.status == Status::Failed) {
-        None => "Everything works: experiments run on the GPU.".to_string(),
-        Some(first) if context.is_ok() => format!(
-            "The GPU is there, but `{}` failed, so every experiment runs on the CPU (GPU Lab never runs half on a GPU): {}",
-            first.name, first.detail
-        ),
-        Some(first) => format!(
-            "No usable GPU: the first broken layer is `{}`. Experiments run on the CPU instead.",
-            first.name
-        ),
-    };
     Report {
+        backend: backend_for(&layers),
+        verdict: verdict_for(&layers, context.is_ok()),
         layers,
-        backend,
-        verdict,
     }
 }
 
@@ -246,5 +283,56 @@ mod tests {
                 report.verdict
             );
         }
+        let advisory: Vec<&str> = report
+            .layers
+            .iter()
+            .filter(|l| l.advisory)
+            .map(|l| l.name)
+            .collect();
+        assert_eq!(advisory, ["NVML sees GPUs"]);
+    }
+
+    fn fake(name: &'static str, status: Status, advisory: bool) -> Layer {
+        Layer {
+            name,
+            status,
+            detail: format!("{name} detail"),
+            advisory,
+        }
+    }
+
+    #[test]
+    fn nvml_failing_alone_keeps_the_gpu_and_says_what_it_costs() {
+        let layers = vec![
+            fake("CUDA driver library loads", Status::Ok, false),
+            fake("NVML sees GPUs", Status::Failed, true),
+            fake("CUDA context on device 0", Status::Ok, false),
+        ];
+        assert_eq!(backend_for(&layers), "cuda");
+        let verdict = verdict_for(&layers, true);
+        assert!(
+            verdict.starts_with("Experiments run on the GPU"),
+            "{verdict}"
+        );
+        assert!(
+            verdict.contains("advisory") && verdict.contains("utility"),
+            "{verdict}"
+        );
+    }
+
+    #[test]
+    fn a_required_layer_failing_means_the_cpu_and_names_it() {
+        let layers = vec![
+            fake("CUDA driver library loads", Status::Failed, false),
+            fake("NVML sees GPUs", Status::Ok, true),
+            fake("CUDA context on device 0", Status::Skipped, false),
+        ];
+        assert_eq!(backend_for(&layers), "cpu");
+        let verdict = verdict_for(&layers, false);
+        assert!(verdict.contains("`CUDA driver library loads`"), "{verdict}");
+        assert!(
+            verdict.contains("CUDA driver library loads detail"),
+            "{verdict}"
+        );
     }
 }

@@ -3,8 +3,14 @@
 //! `#include`, so NVRTC needs only the CUDA headers (`cuda_fp16.h`, `cuda_bf16.h`),
 //! found in `GPULAB_CUDA_INCLUDE`, beside the loaded NVRTC (toolkit or wheel layout),
 //! in `CUDA_HOME`/`CUDA_PATH` or in `/usr/local/cuda/include`.
+//!
+//! What NVRTC compiled is kept for the life of the process, per (NVRTC version,
+//! target, file): reopening the GPU (after a reset, or a second worker handle) loads
+//! the same binaries again instead of recompiling every file, which takes seconds.
 
+use std::collections::HashMap;
 use std::path::Path;
+use std::sync::{Mutex, PoisonError};
 
 use super::error::GpuError;
 use super::loader::guarded;
@@ -102,8 +108,42 @@ pub fn include_paths(nvrtc_path: &str) -> Vec<String> {
         .collect()
 }
 
-/// Compiles `file` for `target` with the loaded NVRTC. Errors carry NVRTC's log.
+/// What identifies one compiled file: NVRTC's version, the target, the file name.
+type CacheKey = ((i32, i32), Target, &'static str);
+
+/// Compiled binaries, and how many times each key was compiled (for the tests).
+static CACHE: Mutex<Option<HashMap<CacheKey, (Binary, usize)>>> = Mutex::new(None);
+
+/// How many times NVRTC has compiled `file` for `target` in this process.
+pub fn compile_count(file: &KernelFile, target: Target) -> usize {
+    let Ok(nvrtc) = nvrtc::get() else { return 0 };
+    let cache = CACHE.lock().unwrap_or_else(PoisonError::into_inner);
+    cache
+        .as_ref()
+        .and_then(|c| c.get(&(nvrtc.version, target, file.name)))
+        .map_or(0, |(_, count)| *count)
+}
+
+/// `file` compiled for `target` with the loaded NVRTC: from the process's cache, or
+/// compiled now and kept. Errors carry NVRTC's log and are not kept (a fixed header
+/// path is picked up by the next try).
 pub fn compile(file: &KernelFile, target: Target) -> Result<Binary, GpuError> {
+    let nvrtc = nvrtc::get()?;
+    let key = (nvrtc.version, target, file.name);
+    // Held while compiling: two threads asking for the same file compile it once.
+    let mut cache = CACHE.lock().unwrap_or_else(PoisonError::into_inner);
+    let cache = cache.get_or_insert_with(HashMap::new);
+    if let Some((binary, _)) = cache.get(&key) {
+        return Ok(binary.clone());
+    }
+    let binary = compile_uncached(file, target)?;
+    let count = cache.get(&key).map_or(0, |(_, c)| *c) + 1;
+    cache.insert(key, (binary.clone(), count));
+    Ok(binary)
+}
+
+/// Compiles `file` for `target` with the loaded NVRTC, always.
+fn compile_uncached(file: &KernelFile, target: Target) -> Result<Binary, GpuError> {
     let nvrtc = nvrtc::get()?;
     let includes = include_paths(&nvrtc.path);
     if includes.is_empty() {
@@ -153,5 +193,31 @@ mod tests {
             assert!(!full_source(file).contains("#include \"common.cuh\""));
         }
         assert_eq!(file_for("relu_bf16").unwrap().name, "elementwise.cu");
+    }
+
+    #[test]
+    fn a_second_request_for_the_same_file_and_target_is_not_recompiled() {
+        if nvrtc::get().is_err() {
+            assert!(
+                std::env::var("GPULAB_REQUIRE_NVRTC").is_err(),
+                "GPULAB_REQUIRE_NVRTC is set but NVRTC does not load"
+            );
+            eprintln!(
+                "SKIPPED: no NVRTC on the loader's path (tests/run.sh puts the wheels there)"
+            );
+            return;
+        }
+        // sm_86, loss.cu: a pair no other test compiles, so the count is this test's.
+        let file = FILES.iter().find(|f| f.name == "loss.cu").unwrap();
+        let target = Target::Cubin(86);
+        let first = compile(file, target).unwrap();
+        assert_eq!(compile_count(file, target), 1);
+        let second = compile(file, target).unwrap();
+        assert_eq!(compile_count(file, target), 1, "the second open recompiled");
+        assert_eq!(first, second);
+        // Another target is another key.
+        let ptx = compile(file, Target::Ptx(86)).unwrap();
+        assert!(matches!(ptx, Binary::Ptx(_)));
+        assert_eq!(compile_count(file, Target::Ptx(86)), 1);
     }
 }

@@ -2,7 +2,8 @@
 //! `unsafe` (each block with a `// SAFETY:` line). Everything above it — the
 //! experiments, the engine, the web layer — sees safe, typed calls and one error type.
 //!
-//! - [`loader`]: run-time loading of libcuda / libnvrtc / libcublas without panicking.
+//! - [`loader`]: run-time loading of libcuda / libnvrtc / libcublas without panicking;
+//!   [`search_path`]: the folders (toolkit, every Python environment) it looks in.
 //! - [`device`]: [`Gpu`], the handle (context, main stream, card, kernels, cuBLAS), and
 //!   [`Stream`] with its buffers and copies.
 //! - [`kernels`]: the `.cu` files in `kernels/`, embedded and compiled by NVRTC;
@@ -13,6 +14,7 @@
 //!   marks for timelines.
 //! - [`memory`]: device memory as the driver and NVML see it, and raw blocks for the
 //!   allocator playground.
+//! - [`visible`]: which GPU `worker --gpu N` takes from the mask it was given.
 //! - [`card`]: the device card; [`doctor`]: the layered check a newcomer reads.
 //! - [`error`]: the layer's one error type, [`GpuError`].
 //!
@@ -33,7 +35,9 @@ pub mod loader;
 pub mod memory;
 pub mod nvml;
 pub mod nvrtc;
+pub mod search_path;
 pub mod timer;
+pub mod visible;
 
 pub use blas::{Blas, Compute, Operand, Output};
 pub use card::DeviceCard;
@@ -43,11 +47,9 @@ pub use launch::{AdamStep, Kernels};
 pub use memory::{DeviceBlock, DeviceMemory, GpuProcess};
 pub use timer::{EventClock, Marks, SyncedHostClock};
 
-/// Makes GPU `ordinal` the only one this process sees (`gpulab worker --gpu N`), by
-/// setting `CUDA_VISIBLE_DEVICES` before anything loads the driver. NVML ignores it, so
-/// on a box of mixed GPUs the device card's NVML figures may describe GPU 0.
-pub fn select_device(ordinal: u32) {
-    // SAFETY: called by `main` before any other thread exists and before the CUDA
-    // driver is loaded, so no one reads the environment concurrently.
-    unsafe { std::env::set_var("CUDA_VISIBLE_DEVICES", ordinal.to_string()) };
+/// Makes GPU `ordinal` the only one this process sees (`gpulab worker --gpu N`): the
+/// N-th entry of the `CUDA_VISIBLE_DEVICES` it was given, or GPU N in PCI-bus order
+/// (see [`visible`]). Call before anything loads the driver. Returns the log line.
+pub fn select_device(ordinal: u32) -> Result<String, String> {
+    visible::apply(ordinal)
 }

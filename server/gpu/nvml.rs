@@ -1,15 +1,17 @@
 //! NVML (the library behind nvidia-smi) for the GPU the CUDA context runs on. NVML's
 //! device 0 is not necessarily CUDA's device 0: `CUDA_VISIBLE_DEVICES` renumbers CUDA's
 //! devices and NVML ignores it, and on multi-GPU boxes the two orders can differ. So
-//! the NVML device is found by the CUDA device's UUID (`GPU-…`, or `MIG-…` for a MIG
-//! slice), then by PCI bus id, and every NVML figure GPU Lab shows — card, clocks,
-//! link, memory, processes — comes from that one device. NVML is initialised once per
-//! open GPU and shared.
+//! the NVML device is found by the CUDA device's UUID, read with `cuDeviceGetUuid_v2`
+//! (the v1 call gives a MIG slice its parent GPU's UUID; v2 gives the slice's own
+//! `MIG-…` UUID: CUDA Driver API, Device Management), then by PCI bus id, and it is
+//! looked up by that UUID every time. On a MIG slice, memory and processes are the
+//! slice's own; clocks and the PCIe link only exist for the whole GPU, so they come from
+//! the parent and the card says so. NVML is initialised once per open GPU and shared.
 
 use std::sync::Arc;
 
 use cudarc::driver::CudaContext;
-use cudarc::driver::sys::CUdevice_attribute;
+use cudarc::driver::sys::{CUdevice_attribute, CUresult, CUuuid};
 use nvml_wrapper::Nvml;
 use nvml_wrapper::enum_wrappers::device::Clock;
 use nvml_wrapper::enums::device::UsedGpuMemory;
@@ -21,9 +23,37 @@ use super::memory::GpuProcess;
 #[derive(Clone)]
 pub struct NvmlDevice {
     nvml: Arc<Nvml>,
-    index: u32,
+    /// NVML's UUID of the device (`GPU-…`, or `MIG-…` for a MIG slice).
+    uuid: String,
     /// How it was matched: `UUID GPU-…` or `PCI bus 0000:3B:00.0`.
     pub matched_by: String,
+}
+
+/// The CUDA device's UUID bytes: `cuDeviceGetUuid_v2` (a MIG slice's own UUID), or
+/// cudarc's v1 call when the driver lacks v2 (drivers before CUDA 11.4).
+pub fn cuda_uuid(ctx: &Arc<CudaContext>) -> Option<[u8; 16]> {
+    let v2 = guarded(|| {
+        let mut uuid = CUuuid { bytes: [0; 16] };
+        // SAFETY: cuDeviceGetUuid_v2 writes 16 bytes into `uuid`, a live local; the
+        // device handle comes from a live context (it needs no current context).
+        let status =
+            unsafe { cudarc::driver::sys::cuDeviceGetUuid_v2(&raw mut uuid, ctx.cu_device()) };
+        (status == CUresult::CUDA_SUCCESS).then_some(uuid)
+    })
+    .ok()
+    .flatten();
+    v2.or_else(|| ctx.uuid().ok())
+        .map(|u| u.bytes.map(|b| b as u8))
+}
+
+/// What the card says about where its NVML figures come from: nothing on a whole GPU;
+/// on a MIG slice, that clocks and the PCIe link are the parent GPU's.
+pub fn mig_note(uuid: &str) -> Option<String> {
+    uuid.starts_with("MIG-").then(|| {
+        format!(
+            "This is MIG slice {uuid}: its memory and processes are the slice's own; the clocks and PCIe link shown are the whole (parent) GPU's."
+        )
+    })
 }
 
 /// The CUDA UUID bytes in NVML's spelling: `GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx`.
@@ -50,19 +80,15 @@ impl NvmlDevice {
     /// another GPU's).
     pub fn matching(ctx: &Arc<CudaContext>) -> Option<Self> {
         let nvml = Arc::new(guarded(Nvml::init).ok()?.ok()?);
-        let uuid = ctx.uuid().ok().map(|u| u.bytes.map(|b| b as u8));
-        let by_uuid = uuid
+        let by_uuid = cuda_uuid(ctx)
             .into_iter()
             .flat_map(|bytes| ["GPU", "MIG"].map(|prefix| uuid_string(prefix, &bytes)));
         for candidate in by_uuid {
-            if let Ok(index) = nvml
-                .device_by_uuid(candidate.as_str())
-                .and_then(|d| d.index())
-            {
+            if nvml.device_by_uuid(candidate.as_str()).is_ok() {
                 return Some(Self {
                     nvml,
-                    index,
                     matched_by: format!("UUID {candidate}"),
+                    uuid: candidate,
                 });
             }
         }
@@ -72,19 +98,41 @@ impl NvmlDevice {
             attr(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_PCI_BUS_ID)?,
             attr(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID)?,
         );
-        let index = nvml
+        let uuid = nvml
             .device_by_pci_bus_id(bus_id.as_str())
-            .and_then(|d| d.index())
+            .and_then(|d| d.uuid())
             .ok()?;
         Some(Self {
             nvml,
-            index,
+            uuid,
             matched_by: format!("PCI bus {bus_id}"),
         })
     }
 
+    /// The matched device: the MIG slice itself on a MIG slice.
     fn device(&self) -> Option<nvml_wrapper::Device<'_>> {
-        self.nvml.device_by_index(self.index).ok()
+        self.nvml.device_by_uuid(self.uuid.as_str()).ok()
+    }
+
+    /// The whole GPU: the parent of a MIG slice, else the device itself. Clocks and
+    /// the PCIe link are read here (a MIG handle has none of its own).
+    fn whole_gpu(&self) -> Option<nvml_wrapper::Device<'_>> {
+        let device = self.device()?;
+        if self.is_mig() {
+            device.mig_parent_device().ok()
+        } else {
+            Some(device)
+        }
+    }
+
+    /// Whether the device is a MIG slice.
+    pub fn is_mig(&self) -> bool {
+        self.uuid.starts_with("MIG-")
+    }
+
+    /// NVML's UUID of the device.
+    pub fn uuid(&self) -> &str {
+        &self.uuid
     }
 
     /// Processes holding memory on this GPU (host PIDs, even inside a container).
@@ -113,7 +161,7 @@ impl NvmlDevice {
     /// The PCIe link: `(current generation, current width, max generation, max width)`.
     /// Idle links train down, so only the maximum says what the slot can do.
     pub fn pcie(&self) -> Option<(u32, u32, u32, u32)> {
-        let d = self.device()?;
+        let d = self.whole_gpu()?;
         let (generation, width) = (
             d.current_pcie_link_gen().ok()?,
             d.current_pcie_link_width().ok()?,
@@ -128,7 +176,7 @@ impl NvmlDevice {
 
     /// Maximum SM and memory clocks in MHz.
     pub fn max_clocks(&self) -> (Option<u32>, Option<u32>) {
-        let Some(d) = self.device() else {
+        let Some(d) = self.whole_gpu() else {
             return (None, None);
         };
         (
@@ -164,5 +212,15 @@ mod tests {
             "GPU-3b1f00a2-5c11-4e9d-8001-deadbeef0042"
         );
         assert_eq!(pci_bus_id(0, 0x3b, 0), "00000000:3B:00.0");
+    }
+
+    #[test]
+    fn only_a_mig_slice_labels_its_figures_as_the_parent_gpus() {
+        let note = mig_note("MIG-9f8e7d6c-aaaa-bbbb-cccc-ddddeeeeffff").unwrap();
+        assert!(
+            note.contains("MIG-9f8e7d6c") && note.contains("parent"),
+            "{note}"
+        );
+        assert_eq!(mig_note("GPU-3b1f00a2-5c11-4e9d-8001-deadbeef0042"), None);
     }
 }

@@ -56,7 +56,7 @@ pub struct Nvrtc {
 }
 
 /// What to compile for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Target {
     /// Machine code for exactly this `sm` (e.g. 90): loads without a JIT.
     Cubin(u32),
@@ -83,6 +83,7 @@ impl Target {
 }
 
 /// A compiled program: machine code, or PTX text for the driver to compile.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Binary {
     /// An ELF cubin.
     Cubin(Vec<u8>),
@@ -103,7 +104,7 @@ pub fn get() -> Result<&'static Nvrtc, GpuError> {
 
 impl Nvrtc {
     fn load() -> Result<Self, GpuError> {
-        let loaded = loader::open(Library::Nvrtc, loader::driver_major())?;
+        let loaded = loader::open(Library::Nvrtc, loader::driver_major(), loader::device_sm())?;
         // SAFETY: each symbol is looked up by its C name and given the signature that
         // name has in nvrtc.h of CUDA 12 and 13 (checked by tests/cuda_libraries.rs);
         // the copied pointers stay valid because `loaded` is kept in the same struct.

@@ -77,6 +77,29 @@ fn container_runs_unprivileged_with_gpu_access() {
 }
 
 #[test]
+fn the_image_starts_on_drivers_its_base_image_would_refuse_and_says_why() {
+    // nvidia/cuda:12.8's NVIDIA_REQUIRE_CUDA refuses GeForce drivers below 570 and the
+    // R555 branch; the binary picks its own libraries, so the check is turned off and
+    // the real floor (R525, CUDA 12.0) is written down beside it.
+    let dockerfile = Dockerfile::load();
+    assert_eq!(
+        dockerfile
+            .env()
+            .get("NVIDIA_DISABLE_REQUIRE")
+            .map(String::as_str),
+        Some("1"),
+        "the runtime stage should set NVIDIA_DISABLE_REQUIRE=1"
+    );
+    let text = read("docker/Dockerfile");
+    for needed in ["NVIDIA_REQUIRE_CUDA", "R555", "GeForce", "R525"] {
+        assert!(
+            text.contains(needed),
+            "docker/Dockerfile should explain {needed}"
+        );
+    }
+}
+
+#[test]
 fn stop_grace_period_covers_the_drain() {
     let serve = ServeEnv::load();
     let example = EnvExample::load();
