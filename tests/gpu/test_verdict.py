@@ -85,6 +85,8 @@ class Doctor(unittest.TestCase):
         self.assertEqual((gate["status"], gate["value"]), ("fail", "6/7"))
         self.assertIn("no libcublas", gate["detail"])
         self.assertEqual(verdict.doctor_gate({})["status"], "fail")
+        layers[3] = {"name": "NVML", "status": "failed", "detail": "no utility capability", "advisory": True}
+        self.assertEqual(verdict.doctor_gate(env)["status"], "warn")
 
 
 class Steps(unittest.TestCase):

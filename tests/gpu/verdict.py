@@ -103,13 +103,17 @@ def ratio_gates(comparison):
 
 
 def doctor_gate(environment):
-    """Every layer of our doctor ok (its report is in environment.json), as "7/7"."""
+    """Every layer of our doctor ok (its report is in environment.json), as "7/7". An
+    advisory layer (NVML: the GPU serves without it) that fails is a warning."""
     layers = ((environment or {}).get("ours") or {}).get("doctor", {}).get("layers", [])
     ok = sum(1 for layer in layers if layer.get("status") == "ok")
-    failed = [f"{layer.get('name')}: {layer.get('detail', '')}" for layer in layers if layer.get("status") != "ok"]
-    return {"name": "doctor layers ok", "status": "pass" if layers and not failed else "fail",
-            "value": f"{ok}/{len(layers)}", "low": None, "high": None,
-            "detail": "; ".join(failed) if failed else ("every layer ok" if layers else "no doctor report")}
+    bad = [layer for layer in layers if layer.get("status") != "ok"]
+    status = "pass" if layers and not bad else "fail"
+    if layers and bad and all(layer.get("advisory") for layer in bad):
+        status = "warn"
+    detail = "; ".join(f"{layer.get('name')}: {layer.get('detail', '')}" for layer in bad)
+    return {"name": "doctor layers ok", "status": status, "value": f"{ok}/{len(layers)}", "low": None,
+            "high": None, "detail": detail or ("every layer ok" if layers else "no doctor report")}
 
 
 def probe_figures(logs, when):
