@@ -113,12 +113,18 @@ pub fn router(state: AppState) -> Router {
         .route("/me/export", get(me::export))
         .route("/me/reset", post(me::reset))
         .route("/me/resume-code", post(resume::make_code))
-        .route("/me/resume", post(resume::resume))
         .route_layer(middleware::from_fn(guard::writes))
+        .route_layer(middleware::from_fn(identity::identify));
+    // Resuming has its own guard (wrong codes slowed per address, a right one always
+    // taken), so it needs the cookie but not the address's write budget.
+    let resume_page = Router::new()
+        .route("/me/resume", post(resume::resume))
+        .route_layer(middleware::from_fn(guard::cookie_writes))
         .route_layer(middleware::from_fn(identity::identify));
     Router::new()
         .merge(api)
         .merge(student_pages)
+        .merge(resume_page)
         .route("/about", get(learner::about))
         .route("/search", get(learner::search))
         .route("/lessons/{slug}/code.py", get(learner::lesson_script))
