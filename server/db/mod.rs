@@ -633,10 +633,13 @@ fn reopen_if_replaced(file: &mut SqliteFile, path: Option<&Path>) -> Result<(), 
     Ok(())
 }
 
-/// The probe's write: the health row takes a value larger than a page and gives it back,
-/// so on SQLite the write needs free pages (a full file or disk refuses it) and commits.
+/// The probe's write: the health row takes a value of twelve pages and gives it back, so
+/// on SQLite the write needs free pages and more room in the write-ahead log than one
+/// student's write (a quiz attempt touches about six pages) — a full file or disk refuses
+/// it, and a smaller write cannot succeed in the room a failed larger one left in the
+/// log and make a full disk look writable — and commits.
 fn probe_write(tx: &mut Tx) -> Result<(), DbError> {
-    const PAD: usize = 2 * 4096;
+    const PAD: usize = 12 * 4096;
     let now = migrations::now(tx);
     tx.execute(
         &format!("UPDATE health SET checked_at = {now}, pad = ?1 WHERE id = 1"),

@@ -16,7 +16,7 @@ use axum_extra::extract::CookieJar;
 use super::instructor_cockpit::{ClassData, live_view};
 use crate::web::error::AppError;
 use crate::web::gradebook_table::{GradebookQuery, SortKey, View, quiz_figures};
-use crate::web::identity::{private_cookie, random_token};
+use crate::web::identity::{CookiePolicy, private_cookie, random_token};
 use crate::web::instructor_pages::{
     InstructorPage, gradebook_href, missed_in_course_order, sort_header, sort_param,
 };
@@ -294,7 +294,7 @@ pub async fn login(
     let mut response = Redirect::to("/instructor").into_response();
     response.headers_mut().append(
         header::SET_COOKIE,
-        private_cookie(SESSION_COOKIE, session, 1),
+        private_cookie(SESSION_COOKIE, session, 1, CookiePolicy::of(&state.config)),
     );
     Ok(response)
 }

@@ -17,7 +17,7 @@ use axum::response::{IntoResponse, Redirect, Response};
 
 use crate::db::student_identity::{self, normalise_code};
 use crate::web::error::AppError;
-use crate::web::identity::{STUDENT_COOKIE, StudentId, private_cookie};
+use crate::web::identity::{CookiePolicy, STUDENT_COOKIE, StudentId, private_cookie};
 use crate::web::state::AppState;
 
 /// `POST /me/resume-code`: makes this student's resume code (once) and shows it.
@@ -77,7 +77,12 @@ pub async fn resume(
     let mut response = Redirect::to("/?resumed=1#you-heading").into_response();
     response.headers_mut().append(
         header::SET_COOKIE,
-        private_cookie(STUDENT_COOKIE, student, 365),
+        private_cookie(
+            STUDENT_COOKIE,
+            student,
+            365,
+            CookiePolicy::of(&state.config),
+        ),
     );
     Ok(response)
 }
