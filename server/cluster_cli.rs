@@ -1,6 +1,8 @@
-//! The scale-out commands: `gpulab worker` (serve the class queue in PostgreSQL on one
-//! GPU) and `gpulab db copy` (move a SQLite gradebook into PostgreSQL). Parsing and
-//! process concerns only: the work is in `engine::shared_worker` and `db::copy`.
+//! The scale-out and storage commands: `gpulab worker` (serve the class queue in
+//! PostgreSQL on one GPU), `gpulab db copy` (move a SQLite gradebook into PostgreSQL)
+//! and `gpulab db backup` / `restore` (a consistent copy while the class runs). Parsing
+//! and process concerns only: the work is in `engine::shared_worker`, `db::copy` and
+//! `db::backup`.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -92,6 +94,39 @@ pub enum DbCommand {
         #[arg(long, value_name = "URL")]
         to: Location,
     },
+    /// Write a consistent copy of the SQLite database to FILE while the server runs
+    /// (SQLite's `VACUUM INTO`: a snapshot of every commit before it began), check it
+    /// (`PRAGMA integrity_check`, schema version, row counts) and say what it wrote. For
+    /// PostgreSQL use `pg_dump`.
+    Backup {
+        /// The new file to write (never overwritten).
+        #[arg(value_name = "FILE")]
+        to: PathBuf,
+        /// The database to copy, as `gpulab serve --database` names it.
+        #[arg(
+            long,
+            env = "GPULAB_DATABASE",
+            default_value = "gpulab.db",
+            value_name = "FILE"
+        )]
+        database: Location,
+    },
+    /// Put a backup in place as the database, after checking it. Refuses while a server
+    /// has the database open; the database it replaces is kept beside it, renamed
+    /// `<database>.replaced-<time>`.
+    Restore {
+        /// The backup (from `gpulab db backup`).
+        #[arg(value_name = "FILE")]
+        from: PathBuf,
+        /// The database to replace, as `gpulab serve --database` names it.
+        #[arg(
+            long,
+            env = "GPULAB_DATABASE",
+            default_value = "gpulab.db",
+            value_name = "FILE"
+        )]
+        database: Location,
+    },
     /// Benchmark the experiment queue itself: claim → complete of no-op jobs (p50, p99)
     /// and jobs per second through PostgreSQL with 1, 2 and 3 worker threads, beside
     /// the single-node SQLite queue. It adds rows owned by `queue-bench` and deletes them.
@@ -125,6 +160,25 @@ impl DbCommand {
                 print!("{report}");
                 Ok(())
             }
+            Self::Backup { to, database } => {
+                let source = sqlite_file(&database, "backup")?;
+                let report = gpulab::db::backup::backup(&source, &to)
+                    .with_context(|| format!("no backup of {} was written", source.display()))?;
+                println!("wrote a consistent copy of {}", source.display());
+                print!("{report}");
+                Ok(())
+            }
+            Self::Restore { from, database } => {
+                let target = sqlite_file(&database, "restore")?;
+                let (report, kept) = gpulab::db::backup::restore(&from, &target)
+                    .with_context(|| format!("{} was not restored", target.display()))?;
+                println!("restored {} from {}", target.display(), from.display());
+                if let Some(kept) = kept {
+                    println!("the database it replaced is kept at {}", kept.display());
+                }
+                print!("{report}");
+                Ok(())
+            }
             Self::BenchQueue {
                 database,
                 jobs,
@@ -146,6 +200,16 @@ impl DbCommand {
                 Ok(())
             }
         }
+    }
+}
+
+/// The SQLite file `database` names; PostgreSQL has its own tools.
+fn sqlite_file(database: &Location, what: &str) -> anyhow::Result<PathBuf> {
+    match database {
+        Location::Sqlite(path) => Ok(path.clone()),
+        Location::Postgres(_) => bail!(
+            "gpulab db {what} is for the SQLite file; for PostgreSQL use its own tools, which are consistent while the class runs: pg_dump --format=custom --file=gpulab.dump '{database}' (and pg_restore --dbname=URL gpulab.dump into an empty database)"
+        ),
     }
 }
 

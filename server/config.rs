@@ -46,6 +46,12 @@ pub struct Config {
     /// `gpulab worker` processes run them (several web nodes, one worker per GPU).
     #[arg(long, env = "GPULAB_ROLE", value_enum, default_value_t = Role::All)]
     pub role: Role,
+    /// The server is reached through an HTTPS proxy that ends TLS (Caddy, nginx, a
+    /// Kubernetes ingress): every cookie is marked `Secure`, so browsers send the student
+    /// and instructor cookies over HTTPS only. Leave it off when students use plain
+    /// http:// (a laptop, a class LAN), where `Secure` cookies would not be kept.
+    #[arg(long, env = "GPULAB_BEHIND_HTTPS", default_value_t = false)]
+    pub behind_https: bool,
     /// Caps that protect the shared GPU and the server.
     #[command(flatten)]
     pub limits: Limits,
@@ -68,6 +74,7 @@ impl Default for Config {
             database: crate::db::Location::Sqlite(PathBuf::from("gpulab.db")),
             instructor_token: None,
             role: Role::All,
+            behind_https: false,
             limits: Limits::default(),
         }
     }

@@ -22,7 +22,9 @@
 //!   answers are read and graded here too. `gpulab check` runs the same chain.
 //! - [`db`]: the SQLite database (WAL, migrated on start-up) of students, quiz attempts
 //!   and answers, resume codes, the experiment history, and the instructor's gradebook
-//!   queries.
+//!   queries; whether it takes writes (a full disk, a read-only or removed file: a 503
+//!   that saves nothing, reported by `/readyz` and `/metrics`), and consistent backups
+//!   while the class runs.
 //! - [`engine`]: the bounded, owner-aware job queue, the worker threads that each own a
 //!   backend (the GPU, or the CPU when there is none), provenance, and `gpulab selftest`.
 //! - [`playground`]: lesson 7's memory snapshot and per-student allocator playgrounds.

@@ -22,6 +22,8 @@ pub struct Metrics {
     requests: IntCounterVec,
     latency: HistogramVec,
     refused: IntCounterVec,
+    writable: IntGauge,
+    database: IntGaugeVec,
 }
 
 impl Metrics {
@@ -55,20 +57,60 @@ impl Metrics {
             &["reason"],
         )
         .expect("valid metric");
+        let writable = gauge(
+            "gpulab_database_writable",
+            "1 while the database takes writes (a probe writes at most once a second), else 0",
+        );
+        let database = IntGaugeVec::new(
+            Opts::new(
+                "gpulab_database_state",
+                "1 for the database's state now: ok, disk_full, read_only, file_gone or error",
+            ),
+            &["state"],
+        )
+        .expect("valid metric");
         for metric in [
             Box::new(requests.clone()) as Box<dyn Collector>,
+            Box::new(writable.clone()),
+            Box::new(database.clone()),
             Box::new(latency.clone()),
             Box::new(refused.clone()),
             Box::new(EngineCollector::new(engine)),
         ] {
             registry.register(metric).expect("metric names are unique");
         }
-        Self {
+        let metrics = Self {
             registry,
             requests,
             latency,
             refused,
+            writable,
+            database,
+        };
+        metrics.database(&crate::db::health::Writability {
+            unwritable: None,
+            other: None,
+        });
+        metrics
+    }
+
+    /// Records whether the database takes writes, and the state's name.
+    pub fn database(&self, seen: &crate::db::health::Writability) {
+        let reason = match (&seen.unwritable, &seen.other) {
+            (Some(kind), _) => kind.label(),
+            (None, Some(_)) => "error",
+            (None, None) => "ok",
+        };
+        let labels = crate::db::health::Unwritable::ALL
+            .map(crate::db::health::Unwritable::label)
+            .into_iter()
+            .chain(["error", "ok"]);
+        for label in labels {
+            self.database
+                .with_label_values(&[label])
+                .set(i64::from(label == reason));
         }
+        self.writable.set(i64::from(reason == "ok"));
     }
 
     /// Counts a submission refused before it reached the queue (e.g. `rate_limited`).

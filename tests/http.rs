@@ -201,3 +201,23 @@ async fn pages_link_versioned_assets_and_send_security_headers() {
     let html = response.text().await.unwrap();
     assert!(html.contains("href=\"/static/css/site.css?v="), "{html}");
 }
+
+#[tokio::test]
+async fn cookies_are_secure_only_when_the_server_is_told_it_is_behind_https() {
+    const TOKEN: &str = "a-token-long-enough-for-the-instructor-0123456789";
+    for behind_https in [false, true] {
+        let app = crate::support::spawn_tuned(|config| {
+            config.behind_https = behind_https;
+            config.instructor_token = Some(TOKEN.into());
+        })
+        .await;
+        let first_visit = reqwest::get(format!("{}/", app.base)).await.unwrap();
+        let student = crate::support::client::set_cookie(&first_visit);
+        let (_, login) = crate::support::client::instructor(&app, TOKEN).await;
+        let session = crate::support::client::set_cookie(&login);
+        for cookie in [&student, &session] {
+            assert!(cookie.contains("HttpOnly"), "{cookie}");
+            assert_eq!(cookie.contains("; Secure"), behind_https, "{cookie}");
+        }
+    }
+}

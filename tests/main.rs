@@ -14,6 +14,7 @@ mod docker;
 mod durability;
 mod encoding;
 mod experiments;
+mod faults;
 mod gpu;
 mod gradebook;
 mod http;

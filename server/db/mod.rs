@@ -9,10 +9,12 @@
 //!
 //! Both drivers block, so queries run on tokio's blocking pool.
 
+pub mod backup;
 pub mod class_summary;
 pub mod copy;
 pub mod experiment_history;
 pub mod gradebook;
+pub mod health;
 pub mod migrations;
 pub mod predictions;
 pub mod progress;
@@ -50,6 +52,10 @@ pub enum DbError {
     /// The connection mutex was poisoned by an earlier panic.
     #[error("database connection is unusable after an earlier failure")]
     Poisoned,
+    /// The database cannot take writes now (a full disk, a read-only or removed file);
+    /// see [`health`].
+    #[error("database not writable: {0}")]
+    NotWritable(health::Unwritable),
     /// A query that must return a row returned none.
     #[error("database: no row")]
     NoRow,
@@ -72,6 +78,12 @@ impl DbError {
             Self::Postgres(e) => connection_lost(e),
             _ => false,
         }
+    }
+
+    /// Why the database cannot take writes, when this error says it cannot (a full
+    /// disk, a read-only or removed file): worth a 503 that says nothing was saved.
+    pub fn unwritable(&self) -> Option<health::Unwritable> {
+        health::classify(self)
     }
 }
 
@@ -142,8 +154,21 @@ pub fn redact(url: &str) -> String {
 type PgPool = r2d2::Pool<PostgresConnectionManager<NoTls>>;
 
 enum Store {
-    Sqlite(Mutex<Connection>),
+    Sqlite(Mutex<SqliteFile>),
     Postgres(Option<PgPool>),
+}
+
+/// The one SQLite connection, and which file (device and inode) it opened: a file at
+/// the path with another identity means the one open was removed or replaced.
+struct SqliteFile {
+    conn: Connection,
+    identity: Option<(u64, u64)>,
+}
+
+/// The device and inode of the file at `path`, if there is one.
+fn file_identity(path: &Path) -> Option<(u64, u64)> {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata(path).ok().map(|m| (m.dev(), m.ino()))
 }
 
 impl Drop for Store {
@@ -165,6 +190,7 @@ impl Drop for Store {
 pub struct Db {
     store: Arc<Store>,
     location: Location,
+    health: Arc<health::Health>,
 }
 
 /// SQLite's schema migrations, applied in order; `PRAGMA user_version` records how many
@@ -325,25 +351,25 @@ ALTER TABLE rounds ADD COLUMN status TEXT;
 ALTER TABLE rounds ADD COLUMN error TEXT;
 ALTER TABLE rounds ADD COLUMN closed INTEGER NOT NULL DEFAULT 0;
 ",
+    // Readiness: the one row the writability probe rewrites (db::health), at most once
+    // a second.
+    r"
+CREATE TABLE health (
+    id         INTEGER PRIMARY KEY,
+    checked_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now')),
+    pad        TEXT
+);
+INSERT INTO health (id) VALUES (1);
+",
 ];
 
 impl Db {
     /// Opens (creating if needed) and migrates the SQLite database at `path`.
     pub fn open(path: &Path) -> Result<Self, DbError> {
-        if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
-            // A missing folder would make SQLite fail with a vague "unable to open";
-            // creating it is what a user pointing at a fresh volume expects.
-            let _ = std::fs::create_dir_all(parent);
-        }
-        let mut conn = Connection::open(path)?;
-        conn.pragma_update(None, "journal_mode", "WAL")?;
-        conn.pragma_update(None, "synchronous", "FULL")?;
-        conn.pragma_update(None, "foreign_keys", "ON")?;
-        conn.busy_timeout(Duration::from_secs(5))?;
-        migrations::sqlite(&mut conn)?;
         Ok(Self {
-            store: Arc::new(Store::Sqlite(Mutex::new(conn))),
+            store: Arc::new(Store::Sqlite(Mutex::new(open_sqlite(path)?))),
             location: Location::Sqlite(path.to_path_buf()),
+            health: Arc::default(),
         })
     }
 
@@ -382,10 +408,19 @@ impl Db {
                 let db = Self {
                     store: Arc::new(Store::Postgres(Some(pool))),
                     location,
+                    health: Arc::default(),
                 };
                 db.run_blocking(migrations::postgres)?;
                 Ok(db)
             }
+        }
+    }
+
+    /// The SQLite file's path (none for PostgreSQL).
+    fn sqlite_path(&self) -> Option<&Path> {
+        match &self.location {
+            Location::Sqlite(path) => Some(path),
+            Location::Postgres(_) => None,
         }
     }
 
@@ -423,19 +458,47 @@ impl Db {
     }
 
     /// Runs `f` in one transaction on the calling thread (for threads outside tokio,
-    /// such as the experiment workers recording a finished run).
+    /// such as the experiment workers recording a finished run). A failure that says the
+    /// database cannot take writes (a full disk, a read-only file) sets [`Db::health`].
     pub fn run_blocking<T>(
         &self,
         f: impl FnOnce(&mut Tx) -> Result<T, DbError>,
     ) -> Result<T, DbError> {
+        let outcome = self.transaction(f);
+        if let Err(error) = &outcome {
+            self.health.failed(error);
+        }
+        outcome
+    }
+
+    fn transaction<T>(&self, f: impl FnOnce(&mut Tx) -> Result<T, DbError>) -> Result<T, DbError> {
         match &*self.store {
-            Store::Sqlite(conn) => {
-                let mut guard = conn.lock().map_err(|_| DbError::Poisoned)?;
-                let mut tx = Tx::Sqlite(guard.transaction()?);
+            Store::Sqlite(file) => {
+                let mut guard = file.lock().map_err(|_| DbError::Poisoned)?;
+                let path = self.sqlite_path();
+                if self.health.current().unwritable == Some(health::Unwritable::FileGone) {
+                    // Reads go on from the open (removed) file until one is back.
+                    match reopen_if_replaced(&mut guard, path) {
+                        Ok(()) | Err(DbError::NotWritable(_)) => {}
+                        Err(other) => return Err(other),
+                    }
+                }
+                let opened = guard.identity;
+                let changes_before = guard.conn.total_changes();
+                let mut tx = Tx::Sqlite(guard.conn.transaction()?);
                 let value = f(&mut tx)?;
                 let Tx::Sqlite(tx) = tx else {
                     unreachable!("a SQLite store opens SQLite transactions")
                 };
+                // A file removed under the server still takes writes (the open handle
+                // keeps it), and they would vanish with it: refuse them (one `stat` per
+                // write), keep reads.
+                if tx.total_changes() != changes_before
+                    && path.is_some_and(|p| file_identity(p) != opened)
+                {
+                    tx.rollback()?;
+                    return Err(DbError::NotWritable(health::Unwritable::FileGone));
+                }
                 tx.commit()?;
                 Ok(value)
             }
@@ -498,9 +561,11 @@ impl Db {
         }
         let db = self.clone();
         tokio::task::spawn_blocking(move || match &*db.store {
-            Store::Sqlite(conn) => {
-                let guard = conn.lock().map_err(|_| DbError::Poisoned)?;
-                guard.execute_batch("PRAGMA wal_checkpoint(TRUNCATE);")?;
+            Store::Sqlite(file) => {
+                let guard = file.lock().map_err(|_| DbError::Poisoned)?;
+                guard
+                    .conn
+                    .execute_batch("PRAGMA wal_checkpoint(TRUNCATE);")?;
                 Ok(())
             }
             Store::Postgres(_) => Ok(()),
@@ -509,17 +574,98 @@ impl Db {
         .map_err(|e| DbError::Task(e.to_string()))?
     }
 
-    /// Checks the database accepts a write (for readiness probes).
-    pub async fn check_writable(&self) -> Result<(), DbError> {
-        self.run(|tx| {
-            tx.execute(
-                "UPDATE settings SET value = value WHERE key = 'readiness'",
-                &[],
-            )?;
-            Ok(())
-        })
-        .await
+    /// Whether the database takes writes: the state as last seen, refreshed by a probe
+    /// when the last one is more than [`health::PROBE_INTERVAL`] old (so a flood of
+    /// readiness checks costs one small write a second).
+    pub async fn writability(&self) -> health::Writability {
+        if self.health.start_probe() {
+            let db = self.clone();
+            let probed = tokio::task::spawn_blocking(move || db.probe()).await;
+            let outcome = probed.unwrap_or_else(|e| Err(DbError::Task(e.to_string())));
+            self.health.probed(&outcome);
+            self.health.done_probing();
+        }
+        self.health.current()
     }
+
+    /// The state as last seen, without a probe.
+    pub fn health(&self) -> health::Writability {
+        self.health.current()
+    }
+
+    /// One probe: the SQLite file is still the one open (else, when a file is back at
+    /// the path, it is opened instead), and a write that needs fresh pages commits.
+    fn probe(&self) -> Result<(), DbError> {
+        if let Store::Sqlite(file) = &*self.store {
+            let mut guard = file.lock().map_err(|_| DbError::Poisoned)?;
+            reopen_if_replaced(&mut guard, self.sqlite_path())?;
+        }
+        let written = self.transaction(probe_write);
+        if let (Err(error), Store::Sqlite(file), Some(path)) =
+            (&written, &*self.store, self.sqlite_path())
+            && error.unwritable() == Some(health::Unwritable::ReadOnly)
+        {
+            // A connection opened on a read-only file stays read-only: try a fresh one,
+            // which takes writes if the file does again.
+            let mut guard = file.lock().map_err(|_| DbError::Poisoned)?;
+            if let Ok(fresh) = open_sqlite(path) {
+                *guard = fresh;
+                drop(guard);
+                return self.transaction(probe_write);
+            }
+        }
+        written
+    }
+}
+
+/// When another file is at `path` than the one open (an operator put one back), opens
+/// it instead; `FileGone` while there is none.
+fn reopen_if_replaced(file: &mut SqliteFile, path: Option<&Path>) -> Result<(), DbError> {
+    let Some(path) = path else { return Ok(()) };
+    let now = file_identity(path);
+    if now.is_none() {
+        return Err(DbError::NotWritable(health::Unwritable::FileGone));
+    }
+    if now != file.identity {
+        tracing::warn!(path = %path.display(), "the database file was replaced; opening the one now at the path");
+        *file = open_sqlite(path)?;
+    }
+    Ok(())
+}
+
+/// The probe's write: the health row takes a value of twelve pages and gives it back, so
+/// on SQLite the write needs free pages and more room in the write-ahead log than one
+/// student's write (a quiz attempt touches about six pages) — a full file or disk refuses
+/// it, and a smaller write cannot succeed in the room a failed larger one left in the
+/// log and make a full disk look writable — and commits.
+fn probe_write(tx: &mut Tx) -> Result<(), DbError> {
+    const PAD: usize = 12 * 4096;
+    let now = migrations::now(tx);
+    tx.execute(
+        &format!("UPDATE health SET checked_at = {now}, pad = ?1 WHERE id = 1"),
+        crate::params!["x".repeat(PAD)],
+    )?;
+    tx.execute("UPDATE health SET pad = NULL WHERE id = 1", &[])?;
+    Ok(())
+}
+
+/// Opens and migrates the SQLite file at `path` (creating it and its folder if needed).
+fn open_sqlite(path: &Path) -> Result<SqliteFile, DbError> {
+    if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+        // A missing folder would make SQLite fail with a vague "unable to open";
+        // creating it is what a user pointing at a fresh volume expects.
+        let _ = std::fs::create_dir_all(parent);
+    }
+    let mut conn = Connection::open(path)?;
+    conn.pragma_update(None, "journal_mode", "WAL")?;
+    conn.pragma_update(None, "synchronous", "FULL")?;
+    conn.pragma_update(None, "foreign_keys", "ON")?;
+    conn.busy_timeout(Duration::from_secs(5))?;
+    migrations::sqlite(&mut conn)?;
+    Ok(SqliteFile {
+        conn,
+        identity: file_identity(path),
+    })
 }
 
 #[cfg(test)]

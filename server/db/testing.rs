@@ -131,6 +131,41 @@ fn on_plain_thread<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) ->
         .expect("the PostgreSQL client thread does not panic")
 }
 
+/// A full disk, simulated on a SQLite database: the file may grow by `spare_pages` more
+/// pages (`PRAGMA max_page_count`, which makes SQLite answer `SQLITE_FULL` as a full
+/// disk does); `None` lifts the cap (space is back). Returns the cap now in force.
+pub fn cap_sqlite_pages(db: &Db, spare_pages: Option<i64>) -> i64 {
+    let super::Store::Sqlite(file) = &*db.store else {
+        panic!("only a SQLite database has a page cap")
+    };
+    let guard = file.lock().expect("the connection is not poisoned");
+    let pages: i64 = guard
+        .conn
+        .pragma_query_value(None, "page_count", |row| row.get(0))
+        .expect("page_count reads");
+    let cap = spare_pages.map_or(i64::from(u32::MAX) - 1, |spare| pages + spare);
+    guard
+        .conn
+        .query_row(&format!("PRAGMA max_page_count = {cap}"), [], |row| {
+            row.get(0)
+        })
+        .expect("max_page_count sets")
+}
+
+/// Makes the SQLite connection refuse writes as a read-only file does (`PRAGMA
+/// query_only`, answered `SQLITE_READONLY`); the health probe's fresh connection (a
+/// file that takes writes again) clears it.
+pub fn make_sqlite_read_only(db: &Db) {
+    let super::Store::Sqlite(file) = &*db.store else {
+        panic!("only a SQLite connection can be made read-only here")
+    };
+    let guard = file.lock().expect("the connection is not poisoned");
+    guard
+        .conn
+        .pragma_update(None, "query_only", true)
+        .expect("query_only sets");
+}
+
 fn random_hex() -> String {
     let mut bytes = [0u8; 8];
     getrandom::fill(&mut bytes).expect("the operating system's random source is available");

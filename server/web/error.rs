@@ -40,6 +40,15 @@ pub enum AppError {
     /// The server cannot take this now (shutting down, database not writable).
     #[error("{0}")]
     Unavailable(String),
+    /// New work of this kind (`what`: "Experiments") is refused while the database
+    /// cannot keep its outcome.
+    #[error("{what} are paused: {why}")]
+    Paused {
+        /// What is refused, as the sentence's subject.
+        what: &'static str,
+        /// Why the database takes no writes.
+        why: crate::db::health::Unwritable,
+    },
     /// The request does not fit the current state (a class round already run).
     #[error("{0}")]
     Conflict(String),
@@ -71,11 +80,13 @@ impl AppError {
             Self::Invalid(_) | Self::Answers(_) => StatusCode::UNPROCESSABLE_ENTITY,
             Self::Unauthorized(_) => StatusCode::UNAUTHORIZED,
             Self::Forbidden(_) => StatusCode::FORBIDDEN,
-            Self::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
+            Self::Unavailable(_) | Self::Paused { .. } => StatusCode::SERVICE_UNAVAILABLE,
             Self::Conflict(_) => StatusCode::CONFLICT,
             Self::TooMany { .. } => StatusCode::TOO_MANY_REQUESTS,
             Self::Rejected(status, _) => *status,
-            Self::Database(e) if e.is_unavailable() => StatusCode::SERVICE_UNAVAILABLE,
+            Self::Database(e) if e.is_unavailable() || e.unwritable().is_some() => {
+                StatusCode::SERVICE_UNAVAILABLE
+            }
             Self::Template(_) | Self::Database(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
     }
@@ -93,9 +104,21 @@ impl AppError {
             Self::Unauthorized(m) => ("Token needed", m.clone()),
             Self::Forbidden(m) => ("Not available", m.clone()),
             Self::Unavailable(m) => ("Try again shortly", m.clone()),
+            Self::Paused { what, why } => (
+                "Paused",
+                format!(
+                    "{what} are paused because the server's database cannot save anything just now ({why}); nothing was started. Reading the course still works; try again in a few minutes."
+                ),
+            ),
             Self::Conflict(m) => ("Not now", m.clone()),
             Self::TooMany { message, .. } => ("Slow down a little", message.clone()),
             Self::Rejected(_, m) => ("Request not accepted", m.clone()),
+            Self::Database(e) if e.unwritable().is_some() => {
+                // `db::health` logs the state once when it changes, not once a request.
+                tracing::debug!(error = %e, "a write refused: the database is not writable");
+                let why = e.unwritable().map_or("", |why| why.for_students());
+                ("Nothing was saved", why.to_string())
+            }
             Self::Database(e) if e.is_unavailable() => {
                 tracing::warn!(error = %e, "database unavailable");
                 (
@@ -115,15 +138,28 @@ impl AppError {
 }
 
 impl AppError {
-    /// `Retry-After` for a 429.
+    /// Seconds a client should wait before trying again, when that is known: a limit's
+    /// wait, or how long a database fault usually takes to clear.
+    fn retry_after(&self) -> Option<u64> {
+        match self {
+            Self::TooMany {
+                retry_after_secs, ..
+            } => Some(*retry_after_secs),
+            Self::Database(e) if e.unwritable().is_some() => {
+                Some(crate::db::health::RETRY_AFTER_SECS)
+            }
+            Self::Paused { .. } => Some(crate::db::health::RETRY_AFTER_SECS),
+            Self::Database(e) if e.is_unavailable() => Some(5),
+            _ => None,
+        }
+    }
+
+    /// `Retry-After` for a 429 or a database fault's 503.
     fn with_retry_after(&self, mut response: Response) -> Response {
-        if let Self::TooMany {
-            retry_after_secs, ..
-        } = self
-        {
+        if let Some(secs) = self.retry_after() {
             response.headers_mut().insert(
                 axum::http::header::RETRY_AFTER,
-                axum::http::HeaderValue::from(*retry_after_secs),
+                axum::http::HeaderValue::from(secs),
             );
         }
         response

@@ -68,7 +68,8 @@ pub fn is_write(method: &Method) -> bool {
     !matches!(*method, Method::GET | Method::HEAD | Method::OPTIONS)
 }
 
-/// Middleware for the student routes (inside the identity middleware).
+/// Middleware for the student routes (inside the identity middleware): the cookie
+/// check, then the address's write budget.
 pub async fn writes(
     Extension(limiter): Extension<Arc<AddressLimiter>>,
     request: Request,
@@ -78,31 +79,55 @@ pub async fn writes(
         return next.run(request).await;
     }
     let api = request.uri().path().starts_with("/api/");
-    let refuse = |error: AppError| {
-        if api {
-            ApiError(error).into_response()
-        } else {
-            error.into_response()
-        }
-    };
-    if request.extensions().get::<NewVisitor>().is_some() {
-        return refuse(AppError::Forbidden(
-            "This request came without the student cookie this site gives every browser, so it cannot be saved for anyone. Load any course page first (with cookies allowed for this site), then try again.".into(),
-        ));
+    if let Some(refused) = without_cookie(&request) {
+        return refuse(api, refused);
     }
     if let Some(address) = super::serve::peer(request.extensions()).map(|p| p.ip())
         && let Err(wait) = limiter.check(address)
     {
         let secs = wait.as_secs_f64().ceil().max(1.0) as u64;
-        return refuse(AppError::TooMany {
-            retry_after_secs: secs,
-            message: format!(
-                "Your network address has made {} changes in the last minute, the most one address may (a class behind one address shares this; the instructor can raise it with --writes-per-minute-per-address). Try again in about {secs} s.",
-                limiter.per_minute
-            ),
-        });
+        return refuse(
+            api,
+            AppError::TooMany {
+                retry_after_secs: secs,
+                message: format!(
+                    "Your network address has made {} changes in the last minute, the most one address may (a class behind one address shares this; the instructor can raise it with --writes-per-minute-per-address). Try again in about {secs} s.",
+                    limiter.per_minute
+                ),
+            },
+        );
     }
     next.run(request).await
+}
+
+/// Middleware for a student write that has a guard of its own (a resume code: wrong
+/// codes are slowed by `login_guard`, a right one always works): the cookie check
+/// only. Counting it against the address's write budget would let one student guessing
+/// codes behind a class's NAT address use up that budget, and refuse the right code of
+/// a learner at the same address.
+pub async fn cookie_writes(request: Request, next: Next) -> Response {
+    let api = request.uri().path().starts_with("/api/");
+    match without_cookie(&request) {
+        Some(refused) if is_write(request.method()) => refuse(api, refused),
+        _ => next.run(request).await,
+    }
+}
+
+/// The refusal for a write whose student id was minted on this very request.
+fn without_cookie(request: &Request) -> Option<AppError> {
+    request.extensions().get::<NewVisitor>().map(|_| {
+        AppError::Forbidden(
+            "This request came without the student cookie this site gives every browser, so it cannot be saved for anyone. Load any course page first (with cookies allowed for this site), then try again.".into(),
+        )
+    })
+}
+
+fn refuse(api: bool, error: AppError) -> Response {
+    if api {
+        ApiError(error).into_response()
+    } else {
+        error.into_response()
+    }
 }
 
 #[cfg(test)]

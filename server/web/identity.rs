@@ -1,6 +1,7 @@
 //! Who is asking: every visitor gets a random student id in an HttpOnly, SameSite cookie
 //! on first visit, and handlers read it as the [`StudentId`] request extension. No login:
-//! the id is the student's progress key; a display name is optional.
+//! the id is the student's progress key; a display name is optional. Behind an HTTPS
+//! proxy (`--behind-https`) every cookie is also `Secure` ([`CookiePolicy`]).
 
 use axum::extract::Request;
 use axum::http::HeaderValue;
@@ -44,11 +45,35 @@ pub fn is_valid_id(value: &str) -> bool {
             .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
 }
 
-/// Builds a cookie that scripts cannot read and other sites cannot send.
-pub fn private_cookie(name: &'static str, value: String, max_age_days: i64) -> HeaderValue {
+/// How this server's cookies are marked: `Secure` when it is reached over HTTPS (a
+/// request extension the router adds to every request).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct CookiePolicy {
+    /// Mark cookies `Secure` (browsers then send them over HTTPS only).
+    pub secure: bool,
+}
+
+impl CookiePolicy {
+    /// The policy `config` asks for.
+    pub fn of(config: &crate::config::Config) -> Self {
+        Self {
+            secure: config.behind_https,
+        }
+    }
+}
+
+/// Builds a cookie that scripts cannot read and other sites cannot send (and, behind
+/// HTTPS, that travels over HTTPS only).
+pub fn private_cookie(
+    name: &'static str,
+    value: String,
+    max_age_days: i64,
+    policy: CookiePolicy,
+) -> HeaderValue {
     let cookie = Cookie::build((name, value))
         .path("/")
         .http_only(true)
+        .secure(policy.secure)
         .same_site(SameSite::Lax)
         .max_age(cookie::time::Duration::days(max_age_days))
         .build();
@@ -65,6 +90,11 @@ pub async fn identify(jar: CookieJar, mut request: Request, next: Next) -> Respo
         .filter(|v| is_valid_id(v));
     let fresh = existing.is_none();
     let id = existing.unwrap_or_else(random_token);
+    let policy = request
+        .extensions()
+        .get::<CookiePolicy>()
+        .copied()
+        .unwrap_or_default();
     request.extensions_mut().insert(StudentId(id.clone()));
     if fresh {
         request.extensions_mut().insert(NewVisitor);
@@ -73,7 +103,7 @@ pub async fn identify(jar: CookieJar, mut request: Request, next: Next) -> Respo
     if fresh {
         response
             .headers_mut()
-            .append(SET_COOKIE, private_cookie(STUDENT_COOKIE, id, 365));
+            .append(SET_COOKIE, private_cookie(STUDENT_COOKIE, id, 365, policy));
     }
     response
 }
@@ -93,11 +123,18 @@ mod tests {
 
     #[test]
     fn cookies_are_http_only_and_same_site() {
-        let header = private_cookie(STUDENT_COOKIE, random_token(), 1);
+        let header = private_cookie(STUDENT_COOKIE, random_token(), 1, CookiePolicy::default());
         let text = header.to_str().unwrap();
         assert!(
             text.contains("HttpOnly") && text.contains("SameSite=Lax") && text.contains("Path=/"),
             "{text}"
         );
+        assert!(
+            !text.contains("Secure"),
+            "plain http keeps its cookies: {text}"
+        );
+        let behind_https = CookiePolicy { secure: true };
+        let header = private_cookie(STUDENT_COOKIE, random_token(), 1, behind_https);
+        assert!(header.to_str().unwrap().contains("; Secure"), "{header:?}");
     }
 }

@@ -1,9 +1,13 @@
 //! Guessing the instructor token is made slow: after a few wrong tokens from one network
-//! address, that address must wait before the next try, twice as long after each further
-//! failure (up to a quarter of an hour); across all addresses together a larger budget
-//! applies the same way, so guessing from many machines is slow too. A right token clears
-//! its address's count. IPv6 addresses count per /64 (one machine can pick any address in
-//! its /64). A guard for secrets too long to guess ([`LoginGuard::per_address`], used for
+//! address, that address must wait before its next wrong try, twice as long after each
+//! further failure (up to a quarter of an hour); across all addresses together a larger
+//! budget applies the same way, so guessing from many machines is slow too. Only wrong
+//! secrets meet the guard: callers compare the secret first and accept a right one
+//! whatever the guard says, because a class reaches the server through one NAT address
+//! and a student guessing there must not lock the instructor (or a learner with their
+//! own resume code) out. A right secret does not clear the count either — the guesser
+//! may share its address. IPv6 addresses count per /64 (one machine can pick any address
+//! in its /64). A guard for secrets too long to guess ([`LoginGuard::per_address`], used for
 //! 60-bit resume codes) has no class-wide budget, so one hostile client cannot lock the
 //! whole class out. The server also refuses to start with a token shorter than
 //! [`MIN_TOKEN_LEN`] characters, and compares SHA-256 digests of the tokens in constant
@@ -60,6 +64,11 @@ impl Failures {
     }
 
     fn fail(&mut self, free: u32) {
+        // A quarter of an hour without a wrong try starts the count afresh (a right
+        // secret no longer clears it).
+        if self.last.is_some_and(|at| at.elapsed() > MAX_WAIT) {
+            self.count = 0;
+        }
         self.count += 1;
         self.last = Some(Instant::now());
         if self.count >= free {
@@ -98,7 +107,8 @@ impl LoginGuard {
         }
     }
 
-    /// `Err(wait)` when `address` (or everyone) must wait before trying again.
+    /// `Err(wait)` when a wrong secret from `address` is to be refused with a 429: that
+    /// address (or everyone) must wait before its next wrong try.
     pub fn before_attempt(&self, address: Option<IpAddr>) -> Result<(), Duration> {
         let address = address.map(super::guard::key);
         let state = self
@@ -114,20 +124,14 @@ impl LoginGuard {
         }
     }
 
-    /// Records the outcome of an attempt from `address`.
-    pub fn after_attempt(&self, address: Option<IpAddr>, succeeded: bool) {
+    /// Records a wrong secret from `address`.
+    pub fn failed(&self, address: Option<IpAddr>) {
         let address = address.map(super::guard::key);
         let mut state = self
             .state
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         let (by_address, total) = &mut *state;
-        if succeeded {
-            if let Some(address) = address {
-                by_address.remove(&address);
-            }
-            return;
-        }
         if let Some(free) = self.free_total {
             total.fail(free);
         }
@@ -162,21 +166,20 @@ mod tests {
             ("192.0.2.1".parse().unwrap(), "192.0.2.2".parse().unwrap());
         for _ in 0..FREE_FAILURES - 1 {
             assert!(guard.before_attempt(Some(here)).is_ok());
-            guard.after_attempt(Some(here), false);
+            guard.failed(Some(here));
         }
-        guard.after_attempt(Some(here), false);
+        guard.failed(Some(here));
         let first = guard.before_attempt(Some(here)).unwrap_err();
-        guard.after_attempt(Some(here), false);
+        guard.failed(Some(here));
         let second = guard.before_attempt(Some(here)).unwrap_err();
         assert!(second > first, "{first:?} then {second:?}");
         assert!(
             guard.before_attempt(Some(there)).is_ok(),
             "another address is not affected"
         );
-        guard.after_attempt(Some(here), true);
         assert!(
-            guard.before_attempt(Some(here)).is_ok(),
-            "a right token clears the count"
+            guard.before_attempt(Some(here)).is_err(),
+            "the count stays (only wrong secrets are counted, and callers accept a right one first)"
         );
     }
 
@@ -185,7 +188,7 @@ mod tests {
         let fail_from_many = |guard: &LoginGuard| {
             for i in 0..=FREE_FAILURES_TOTAL {
                 let address = IpAddr::from([198, 51, 100, u8::try_from(i % 250).unwrap()]);
-                guard.after_attempt(Some(address), false);
+                guard.failed(Some(address));
             }
         };
         let bystander: IpAddr = "203.0.113.9".parse().unwrap();
@@ -202,7 +205,7 @@ mod tests {
         let guard = LoginGuard::per_address();
         for i in 0..FREE_FAILURES {
             let address: IpAddr = format!("2001:db8:1:2::{:x}", i + 1).parse().unwrap();
-            guard.after_attempt(Some(address), false);
+            guard.failed(Some(address));
         }
         let neighbour: IpAddr = "2001:db8:1:2::ffff".parse().unwrap();
         assert!(guard.before_attempt(Some(neighbour)).is_err());

@@ -102,7 +102,11 @@ fn experiment_path(
                     "headers": {"Retry-After": {"schema": {"type": "integer"}}},
                     "content": {"application/json": {"schema": {"$ref": "#/components/schemas/ErrorBody"}}},
                 },
-                "503": error_response("The server is shutting down"),
+                "503": {
+                    "description": "The server is shutting down, or its database cannot save anything just now (a full disk, a read-only or missing file): nothing was queued",
+                    "headers": {"Retry-After": {"schema": {"type": "integer"}}},
+                    "content": {"application/json": {"schema": {"$ref": "#/components/schemas/ErrorBody"}}},
+                },
             },
         }
     })
@@ -177,7 +181,8 @@ pub fn finish(api: utoipa::openapi::OpenApi, limits: &Limits) -> Value {
 }
 
 /// What `web::guard` can answer to any write: 403 without the student cookie, 429 when
-/// the address's (or the student's) budget is used up.
+/// the address's (or the student's) budget is used up; and what any write can meet: 503
+/// while the database cannot save anything (`db::health`).
 fn guarded_write(responses: &mut Map<String, Value>) {
     responses.entry("403").or_insert_with(|| {
         error_response("No student cookie came with this write: load a course page first")
@@ -185,6 +190,13 @@ fn guarded_write(responses: &mut Map<String, Value>) {
     responses.entry("429").or_insert_with(|| {
         json!({
             "description": "A rate limit for this student or network address is used up",
+            "headers": {"Retry-After": {"schema": {"type": "integer"}}},
+            "content": {"application/json": {"schema": {"$ref": "#/components/schemas/ErrorBody"}}},
+        })
+    });
+    responses.entry("503").or_insert_with(|| {
+        json!({
+            "description": "The database cannot save anything just now (a full disk, a read-only or missing file): nothing was saved",
             "headers": {"Retry-After": {"schema": {"type": "integer"}}},
             "content": {"application/json": {"schema": {"$ref": "#/components/schemas/ErrorBody"}}},
         })

@@ -19,7 +19,7 @@ use tower_http::compression::CompressionLayer;
 use tower_http::compression::predicate::{NotForContentType, Predicate, SizeAbove};
 use tower_http::set_header::SetResponseHeaderLayer;
 use tower_http::timeout::TimeoutLayer;
-use tower_http::trace::TraceLayer;
+use tower_http::trace::{DefaultOnFailure, TraceLayer};
 use utoipa::OpenApi as _;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
@@ -113,12 +113,18 @@ pub fn router(state: AppState) -> Router {
         .route("/me/export", get(me::export))
         .route("/me/reset", post(me::reset))
         .route("/me/resume-code", post(resume::make_code))
-        .route("/me/resume", post(resume::resume))
         .route_layer(middleware::from_fn(guard::writes))
+        .route_layer(middleware::from_fn(identity::identify));
+    // Resuming has its own guard (wrong codes slowed per address, a right one always
+    // taken), so it needs the cookie but not the address's write budget.
+    let resume_page = Router::new()
+        .route("/me/resume", post(resume::resume))
+        .route_layer(middleware::from_fn(guard::cookie_writes))
         .route_layer(middleware::from_fn(identity::identify));
     Router::new()
         .merge(api)
         .merge(student_pages)
+        .merge(resume_page)
         .route("/about", get(learner::about))
         .route("/search", get(learner::search))
         .route("/lessons/{slug}/code.py", get(learner::lesson_script))
@@ -157,6 +163,7 @@ pub fn router(state: AppState) -> Router {
         .fallback(pages::not_found)
         .layer(Extension(document))
         .layer(Extension(Arc::clone(&state.write_limiter)))
+        .layer(Extension(identity::CookiePolicy::of(&state.config)))
         .layer(middleware::from_fn_with_state(state.clone(), health::track))
         .layer(TimeoutLayer::with_status_code(
             StatusCode::REQUEST_TIMEOUT,
@@ -187,5 +194,11 @@ pub fn router(state: AppState) -> Router {
                     .and(NotForContentType::SSE),
             ),
         )
-        .layer(TraceLayer::new_for_http())
+        // A 5xx is logged where it arises, once per cause (an internal error with its
+        // cause; a database that takes no writes once per change of state): the trace
+        // layer's own per-response ERROR line would repeat it for every request.
+        .layer(
+            TraceLayer::new_for_http()
+                .on_failure(DefaultOnFailure::new().level(tracing::Level::DEBUG)),
+        )
 }

@@ -9,6 +9,7 @@ mod class_of_300;
 mod history;
 mod identity;
 mod missed;
+mod nat_guessing;
 
 use crate::support::TestApp;
 use crate::support::quiz::json_answers;

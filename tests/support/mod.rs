@@ -61,6 +61,7 @@ pub fn test_config(database: PathBuf) -> Config {
         database: gpulab::db::Location::Sqlite(database),
         instructor_token: None,
         role: gpulab::config::Role::All,
+        behind_https: false,
         limits: gpulab::config::Limits {
             // Off by default so tests may queue many jobs; the rate-limit test sets it.
             experiments_per_minute: 0,

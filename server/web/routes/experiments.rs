@@ -183,6 +183,7 @@ pub async fn submit(
             ParamError::Invalid(message) => AppError::Invalid(message),
         })?;
     job.prediction = prediction;
+    super::health::refuse_new_work_unless_writable(&state, "Experiments").await?;
     if let Err(wait) = state.experiment_limiter.check(&student.0) {
         let secs = wait.as_secs_f64().ceil().max(1.0) as u64;
         state.metrics.rejected("rate_limited");

@@ -1,7 +1,10 @@
 //! Operations: probes for orchestrators and the Docker HEALTHCHECK, and Prometheus.
 //! `/healthz` says the process answers; `/readyz` says it can do its job — the database
-//! takes a write and the backend passed its start-up self-test — and reports the GPU
-//! state and queue without requiring a GPU (the CPU path is a working server); `/metrics` is the exposition, fed by [`track`].
+//! takes a write (`db::health`'s probe, at most once a second: a full disk, a read-only
+//! or removed file make it unready until fixed) and the backend passed its start-up
+//! self-test — and reports the GPU state and queue without requiring a GPU (the CPU path
+//! is a working server); `/metrics` is the exposition, fed by [`track`], with the
+//! database's writability read at scrape time.
 
 use std::time::Instant;
 
@@ -24,10 +27,10 @@ pub async fn healthz() -> Json<serde_json::Value> {
 /// not make the server unready — it runs on the CPU, and `selftest.rejected_gpu` says
 /// why.
 pub async fn readyz(State(state): State<AppState>) -> Response {
-    let database = state.db.check_writable().await;
+    let database = state.db.writability().await;
     let stats = state.engine.stats();
     let contact = &state.engine.first_contact;
-    let ready = database.is_ok() && contact.ok();
+    let ready = database.ok() && contact.ok();
     let body = json!({
         "status": if ready { "ready" } else { "not ready" },
         "selftest": {
@@ -37,10 +40,7 @@ pub async fn readyz(State(state): State<AppState>) -> Response {
             "checks": contact.checks,
             "rejected_gpu": contact.rejected_gpu,
         },
-        "database": match &database {
-            Ok(()) => "ok".to_string(),
-            Err(e) => format!("not writable: {e}"),
-        },
+        "database": database.describe(),
         "gpu": {
             "backend": state.engine.card.kind,
             "device": state.engine.card.name,
@@ -54,6 +54,19 @@ pub async fn readyz(State(state): State<AppState>) -> Response {
         StatusCode::SERVICE_UNAVAILABLE
     };
     (status, Json(body)).into_response()
+}
+
+/// `Err` (a 503 naming `what` and why) while the database takes no writes: the queue and
+/// the playground start nothing whose outcome could not be kept. Probes at most once a
+/// second, so this also notices when space returns.
+pub async fn refuse_new_work_unless_writable(
+    state: &AppState,
+    what: &'static str,
+) -> Result<(), crate::web::error::AppError> {
+    match state.db.writability().await.unwritable {
+        Some(why) => Err(crate::web::error::AppError::Paused { what, why }),
+        None => Ok(()),
+    }
 }
 
 /// The metrics label for `method`: the standard ones by name, anything else `other`, so
@@ -91,6 +104,7 @@ pub async fn track(State(state): State<AppState>, request: Request, next: Next) 
 
 /// `GET /metrics`. Rendering reads NVML, which can block: it runs off the async threads.
 pub async fn metrics(State(state): State<AppState>) -> Response {
+    state.metrics.database(&state.db.writability().await);
     let metrics = state.metrics.clone();
     match tokio::task::spawn_blocking(move || metrics.render()).await {
         Ok(text) => (

@@ -16,7 +16,7 @@ use axum_extra::extract::CookieJar;
 use super::instructor_cockpit::{ClassData, live_view};
 use crate::web::error::AppError;
 use crate::web::gradebook_table::{GradebookQuery, SortKey, View, quiz_figures};
-use crate::web::identity::{private_cookie, random_token};
+use crate::web::identity::{CookiePolicy, private_cookie, random_token};
 use crate::web::instructor_pages::{
     InstructorPage, gradebook_href, missed_in_course_order, sort_header, sort_param,
 };
@@ -97,16 +97,33 @@ fn authorised(state: &AppState, caller: &Caller) -> Result<bool, AppError> {
     let Some(given) = &caller.bearer else {
         return Ok(false);
     };
-    if let Err(wait) = state.login_guard.before_attempt(caller.address) {
+    check_token_attempt(state, expected, given, caller.address)
+}
+
+/// Whether `given` is the instructor token. The right token is accepted at once, even
+/// from an address (a class's one NAT address) where someone keeps guessing; only a wrong
+/// one meets the sign-in guard: a 429 while its address (or everyone) must wait, and
+/// otherwise counted as a failure.
+fn check_token_attempt(
+    state: &AppState,
+    expected: &str,
+    given: &str,
+    address: Option<IpAddr>,
+) -> Result<bool, AppError> {
+    if tokens_match(expected, given) {
+        return Ok(true);
+    }
+    if let Err(wait) = state.login_guard.before_attempt(address) {
         let secs = wait.as_secs_f64().ceil().max(1.0) as u64;
         return Err(AppError::TooMany {
             retry_after_secs: secs,
-            message: format!("Too many wrong tokens were tried; try again in about {secs} s."),
+            message: format!(
+                "Too many wrong tokens were tried from your network address; wrong tokens are refused for about {secs} s (the right token still works)."
+            ),
         });
     }
-    let right = tokens_match(expected, given);
-    state.login_guard.after_attempt(caller.address, right);
-    Ok(right)
+    state.login_guard.failed(address);
+    Ok(false)
 }
 
 /// Whether this request comes from the signed-in instructor (false when the gradebook
@@ -227,8 +244,9 @@ pub async fn gradebook(
     Ok(Html(page.render()?).into_response())
 }
 
-/// `POST /instructor/login` with `token`. Wrong tokens make the sender (and, many of
-/// them, everyone) wait before the next try (`web::login_guard`).
+/// `POST /instructor/login` with `token`. The right token always signs in; wrong tokens
+/// make the sender (and, many of them, everyone) wait before their next wrong try
+/// (`web::login_guard`).
 pub async fn login(
     State(state): State<AppState>,
     peer: Option<Extension<ConnectInfo<SocketAddr>>>,
@@ -236,22 +254,12 @@ pub async fn login(
 ) -> Result<Response, AppError> {
     let expected = token(&state)?.to_string();
     let address = peer.map(|Extension(ConnectInfo(p))| p.ip());
-    if let Err(wait) = state.login_guard.before_attempt(address) {
-        let secs = wait.as_secs_f64().ceil().max(1.0) as u64;
-        return Err(AppError::TooMany {
-            retry_after_secs: secs,
-            message: format!(
-                "Too many wrong tokens were tried; sign-in is paused for about {secs} s."
-            ),
-        });
-    }
     let given = crate::web::extract::form(&body)?
         .into_iter()
         .find(|(k, _)| k == "token")
         .map(|(_, v)| v)
         .unwrap_or_default();
-    let right = tokens_match(&expected, &given);
-    state.login_guard.after_attempt(address, right);
+    let right = check_token_attempt(&state, &expected, &given, address)?;
     if !right {
         tracing::warn!(?address, "instructor sign-in with a wrong token");
         let page = InstructorLoginPage {
@@ -286,7 +294,7 @@ pub async fn login(
     let mut response = Redirect::to("/instructor").into_response();
     response.headers_mut().append(
         header::SET_COOKIE,
-        private_cookie(SESSION_COOKIE, session, 1),
+        private_cookie(SESSION_COOKIE, session, 1, CookiePolicy::of(&state.config)),
     );
     Ok(response)
 }

@@ -117,6 +117,7 @@ pub async fn allocate(
         ))
         .into());
     }
+    super::health::refuse_new_work_unless_writable(&state, "New playground allocations").await?;
     let bytes = (request.mib * (1 << 20) as f64).ceil() as u64;
     let address = peer.map(|Extension(ConnectInfo(p))| p.ip());
     let call = Call::Allocate {

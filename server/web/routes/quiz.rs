@@ -78,12 +78,19 @@ async fn grade_and_store(
     }
     let graded = quiz.grade_with(&answers, &measured);
     let (id, quiz_id, stored) = (student.0.clone(), quiz.id.clone(), graded.clone());
-    state
+    // The attempt and the state shown after it are one transaction: once the attempt
+    // has committed nothing else can fail, so a saved attempt is never answered with an
+    // error (nor an unsaved one with a success).
+    let best = state
         .db
-        .run(move |tx| progress::record_attempt(tx, &id, &quiz_id, &stored))
+        .run(move |tx| {
+            progress::record_attempt(tx, &id, &quiz_id, &stored)?;
+            Ok(progress::progress(tx, &id)?
+                .into_iter()
+                .find(|p| p.quiz_id == quiz_id))
+        })
         .await?;
-    let after = quiz_state(state, student, quiz).await?;
-    Ok((graded, after))
+    Ok((graded, QuizState::from_progress(best.as_ref())))
 }
 
 /// The quiz form; with `given` and `problems` after a refused submission (answered 422

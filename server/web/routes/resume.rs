@@ -3,8 +3,10 @@
 //! which then carries the same student cookie. Both are student writes (they need the
 //! cookie a page gave, like every other write). Wrong codes are slowed down per address
 //! (`web::login_guard::LoginGuard::per_address`, IPv6 per /64) on top of the 60 random
-//! bits a code carries and the per-address write limit; there is no class-wide lockout,
-//! so one hostile client cannot stop the others from resuming.
+//! bits a code carries; a right code is always taken, and resuming does not count
+//! against the address's write budget, so a student guessing behind the class's NAT
+//! address cannot stop the others at that address from resuming, and there is no
+//! class-wide lockout.
 
 use std::net::SocketAddr;
 
@@ -15,7 +17,7 @@ use axum::response::{IntoResponse, Redirect, Response};
 
 use crate::db::student_identity::{self, normalise_code};
 use crate::web::error::AppError;
-use crate::web::identity::{STUDENT_COOKIE, StudentId, private_cookie};
+use crate::web::identity::{CookiePolicy, STUDENT_COOKIE, StudentId, private_cookie};
 use crate::web::state::AppState;
 
 /// `POST /me/resume-code`: makes this student's resume code (once) and shows it.
@@ -51,21 +53,23 @@ pub async fn resume(
                 .into(),
         )
     })?;
-    if let Err(wait) = state.resume_guard.before_attempt(address) {
-        let secs = wait.as_secs_f64().ceil().max(1.0) as u64;
-        return Err(AppError::TooMany {
-            retry_after_secs: secs,
-            message: format!(
-                "Too many wrong resume codes were tried; try again in about {secs} s."
-            ),
-        });
-    }
     let found = state
         .db
         .run(move |tx| student_identity::student_for_code(tx, &code))
         .await?;
-    state.resume_guard.after_attempt(address, found.is_some());
+    // A right code always works, even while someone at this address (a class's NAT
+    // address) keeps guessing; only wrong codes meet the guard.
     let Some(student) = found else {
+        if let Err(wait) = state.resume_guard.before_attempt(address) {
+            let secs = wait.as_secs_f64().ceil().max(1.0) as u64;
+            return Err(AppError::TooMany {
+                retry_after_secs: secs,
+                message: format!(
+                    "Too many wrong resume codes were tried from your network address; wrong codes are refused for about {secs} s (a right code still works)."
+                ),
+            });
+        }
+        state.resume_guard.failed(address);
         return Err(AppError::Invalid(
             "no progress has that resume code; check it on the browser you started on (its home page shows it)".into(),
         ));
@@ -73,7 +77,12 @@ pub async fn resume(
     let mut response = Redirect::to("/?resumed=1#you-heading").into_response();
     response.headers_mut().append(
         header::SET_COOKIE,
-        private_cookie(STUDENT_COOKIE, student, 365),
+        private_cookie(
+            STUDENT_COOKIE,
+            student,
+            365,
+            CookiePolicy::of(&state.config),
+        ),
     );
     Ok(response)
 }
