@@ -19,6 +19,11 @@
 //!   checks) and rendered to HTML once, at start-up, with each lesson's outline (its
 //!   sections and code) for the search index and the `.py`/`.ipynb` downloads. Quiz
 //!   answers are read and graded here too. `gpulab check` runs the same chain.
+//! - [`lint`]: the script doctor. A learner's own training script, parsed (never run)
+//!   with tree-sitter's Python grammar, checked against the course's pitfalls with each
+//!   finding's place in the script (training loop, `no_grad`, periodic `if`), its
+//!   lesson section and experiment; used by the "Check your script" page,
+//!   `POST /api/lint` and `gpulab lint`.
 //! - [`db`]: the SQLite database (WAL, migrated on start-up) of students, quiz attempts
 //!   and answers, resume codes, the experiment history, and the instructor's gradebook
 //!   queries.
@@ -47,6 +52,7 @@ pub mod format;
 pub mod gpu;
 pub mod host;
 pub mod measure;
+pub mod lint;
 pub mod metrics;
 pub mod playground;
 pub mod ratelimit;

@@ -48,6 +48,16 @@ impl Measurements {
             .then_some(*value)
     }
 
+    /// The newest value of `quantity` measured with any parameters, and when.
+    pub fn newest(&self, quantity: &str) -> Option<(f64, Instant)> {
+        let recent = self.recent.lock().ok()?;
+        recent
+            .iter()
+            .filter(|((q, _), _)| q == quantity)
+            .map(|(_, (value, at))| (*value, *at))
+            .max_by_key(|(_, at)| *at)
+    }
+
     /// Remembers `value` for the question key `key` (what a run would record).
     pub fn record_for(&self, key: &MeasuredKey, limits: &Limits, value: f64) {
         if let Some(params) = canonical(key, limits) {
