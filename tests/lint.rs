@@ -138,7 +138,12 @@ fn the_command_prints_linter_lines_json_and_exit_codes() {
     assert_eq!(status, Some(1));
     let report: Value = serde_json::from_str(&text).unwrap();
     let first = &report[0]["findings"][0];
-    assert!(first["lesson_url"].as_str().unwrap().starts_with("/lessons/"));
+    assert!(
+        first["lesson_url"]
+            .as_str()
+            .unwrap()
+            .starts_with("/lessons/")
+    );
     assert!(first["line"].as_u64().unwrap() > 0);
 
     let dir = tempfile::tempdir().unwrap();
@@ -150,7 +155,10 @@ fn the_command_prints_linter_lines_json_and_exit_codes() {
     assert_eq!((status, text.as_str()), (Some(0), ""));
     let (status, text) = gpulab_lint(&[broken.to_str().unwrap()]);
     assert_eq!(status, Some(1));
-    assert!(text.contains("broken.py:1:") && text.contains("E999"), "{text}");
+    assert!(
+        text.contains("broken.py:1:") && text.contains("E999"),
+        "{text}"
+    );
     let (status, _) = gpulab_lint(&["/no/such/file.py"]);
     assert_eq!(status, Some(2));
 }
@@ -185,7 +193,10 @@ async fn the_api_answers_findings_with_links_and_clear_errors() {
         sync["experiment_url"],
         "/lessons/training-step#a-real-run-on-the-server"
     );
-    assert!(sync["measured"].is_null(), "no GPU here, so no measured cost");
+    assert!(
+        sync["measured"].is_null(),
+        "no GPU here, so no measured cost"
+    );
 
     let syntax = app
         .client
@@ -243,7 +254,10 @@ async fn checks_are_rate_limited_per_student() {
             .unwrap();
         statuses.push(response.status().as_u16());
     }
-    assert!(statuses[..limit as usize].iter().all(|s| *s == 200), "{statuses:?}");
+    assert!(
+        statuses[..limit as usize].iter().all(|s| *s == 200),
+        "{statuses:?}"
+    );
     assert_eq!(statuses.last(), Some(&429));
     let other = support::student()
         .post(&url)
@@ -271,7 +285,10 @@ async fn the_page_checks_a_form_post_and_is_linked_from_lessons_and_completion()
     let html = response.text().await.unwrap();
     assert!(html.contains("data-code=\"GL101\""), "{html}");
     assert!(html.contains("href=\"/lessons/async-and-timing#logging-without-stalling\""));
-    assert!(html.contains("print(loss.item())"), "the script is echoed into the form");
+    assert!(
+        html.contains("print(loss.item())"),
+        "the script is echoed into the form"
+    );
 
     let broken = support::client::post_form(
         &app.client,
@@ -289,7 +306,11 @@ async fn the_page_checks_a_form_post_and_is_linked_from_lessons_and_completion()
             .text()
             .await
             .unwrap();
-        assert!(html.contains("href=\"/lint\""), "{} links the checker", lesson.slug);
+        assert!(
+            html.contains("href=\"/lint\""),
+            "{} links the checker",
+            lesson.slug
+        );
     }
     let completion = app.get("/final-exam/complete").await.text().await.unwrap();
     assert!(completion.contains("href=\"/lint\""));

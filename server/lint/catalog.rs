@@ -60,7 +60,7 @@ const TRAINING_RUN: ExperimentLink = ExperimentLink {
     section: "a-real-run-on-the-server",
     measured: Some((
         "training.log_every_step_slowdown",
-        "On this server's GPU, reading the loss every step made each training step {value}× as long as reading it every few steps (the training-run experiment).",
+        "On this server's GPU, reading the loss every step made each training step {value} as long as reading it every few steps (the training-run experiment).",
     )),
 };
 
@@ -106,7 +106,7 @@ pub const RULES: &[Rule] = &[
             section: "the-timing-trap",
             measured: Some((
                 "timing.underestimate_factor",
-                "On this server's GPU, a host timer read without a sync showed {value}× less time than the work took (the timing-trap experiment).",
+                "On this server's GPU, a host timer read without a sync showed {value} less time than the work took (the timing-trap experiment).",
             )),
         }),
         changed_in: None,
@@ -209,22 +209,22 @@ pub const RULES: &[Rule] = &[
     Rule {
         code: "GL401",
         name: "deprecated-cuda-amp-autocast",
-        why: "`torch.cuda.amp.autocast` (and `torch.cpu.amp.autocast`) are deprecated spellings that print a FutureWarning and will be removed.",
+        why: "`torch.cuda.amp.autocast` (and `torch.cpu.amp.autocast`) are deprecated spellings, kept only for old scripts, that PyTorch will remove.",
         fix: "Write `torch.autocast(device_type=\"cuda\", dtype=...)` (or `torch.amp.autocast(\"cuda\", ...)`).",
         lesson: "mixed-precision",
         section: "autocast-16-bit-where-it-is-safe",
         experiment: None,
-        changed_in: Some("deprecated in PyTorch 2.4 (FutureWarning)"),
+        changed_in: Some("deprecated since PyTorch 2.4, which warns with a FutureWarning"),
     },
     Rule {
         code: "GL402",
         name: "deprecated-cuda-amp-gradscaler",
-        why: "`torch.cuda.amp.GradScaler` is a deprecated spelling that prints a FutureWarning and will be removed.",
+        why: "`torch.cuda.amp.GradScaler` is a deprecated spelling, kept only for old scripts, that PyTorch will remove.",
         fix: "Write `torch.amp.GradScaler(\"cuda\")`.",
         lesson: "mixed-precision",
         section: "loss-scaling-why-fp16-needs-gradscaler",
         experiment: None,
-        changed_in: Some("deprecated: PyTorch 2.4 and later warn (FutureWarning)"),
+        changed_in: Some("PyTorch 2.4 and later warn that it is deprecated, with a FutureWarning"),
     },
     Rule {
         code: "GL403",
@@ -244,7 +244,9 @@ pub const RULES: &[Rule] = &[
         lesson: "mixed-precision",
         section: "tf32-faster-fp32-without-changing-your-model",
         experiment: None,
-        changed_in: Some("`fp32_precision` arrived in PyTorch 2.9; the `allow_tf32` flags are to be deprecated after 2.9"),
+        changed_in: Some(
+            "`fp32_precision` arrived in PyTorch 2.9; the `allow_tf32` flags are to be deprecated after 2.9",
+        ),
     },
     Rule {
         code: "GL501",

@@ -45,24 +45,29 @@ pub fn scope(node: Node) -> Option<Node> {
 }
 
 /// Every node under `node` in its own scope (not inside a nested `def`, `lambda` or
-/// `class`).
+/// `class`; the nested definition's own node is included), parents first.
 pub fn same_scope(node: Node) -> Vec<Node> {
-    preorder(node)
-        .into_iter()
-        .filter(|n| {
-            let mut current = *n;
-            while current != node {
-                let Some(parent) = current.parent() else {
-                    return true;
-                };
-                if SCOPES.contains(&parent.kind()) && parent != node {
-                    return false;
-                }
-                current = parent;
+    let mut out = Vec::new();
+    let mut cursor = node.walk();
+    loop {
+        let current = cursor.node();
+        out.push(current);
+        let descend = current == node || !SCOPES.contains(&current.kind());
+        if descend && cursor.goto_first_child() {
+            continue;
+        }
+        loop {
+            if cursor.node() == node {
+                return out;
             }
-            true
-        })
-        .collect()
+            if cursor.goto_next_sibling() {
+                break;
+            }
+            if !cursor.goto_parent() {
+                return out;
+            }
+        }
+    }
 }
 
 /// Whether the loop's body calls `.backward()` (or `torch.autograd.backward`).
@@ -152,9 +157,8 @@ pub fn periodic(script: &Script, node: Node, until: Node) -> bool {
 /// Whether `node` runs on every step of a training loop: inside one, with gradients on
 /// and not behind a periodic `if`.
 pub fn every_training_step(script: &Script, node: Node) -> bool {
-    training_loop(script, node).is_some_and(|outer| {
-        !under_no_grad(script, node) && !periodic(script, node, outer)
-    })
+    training_loop(script, node)
+        .is_some_and(|outer| !under_no_grad(script, node) && !periodic(script, node, outer))
 }
 
 #[cfg(test)]
@@ -173,39 +177,41 @@ mod tests {
         f(&script, call)
     }
 
-    const LOOP: &str = "for step, (x, y) in enumerate(loader):\n    loss = f(x, y)\n    loss.backward()\n";
+    const LOOP: &str =
+        "for step, (x, y) in enumerate(loader):\n    loss = f(x, y)\n    loss.backward()\n";
 
     #[test]
     fn a_call_in_the_loop_body_runs_every_step() {
         let source = format!("{LOOP}    probe(loss)\n");
-        assert!(with_call(&source, "probe", |s, c| every_training_step(s, c)));
+        assert!(with_call(&source, "probe", every_training_step));
     }
 
     #[test]
     fn the_iterable_a_helper_and_code_after_the_loop_do_not() {
         let iterable = "for x in loader.probe():\n    x.backward()\n";
-        assert!(!with_call(iterable, "probe", |s, c| every_training_step(s, c)));
+        assert!(!with_call(iterable, "probe", every_training_step));
         let helper = format!("{LOOP}    def log():\n        probe(loss)\n");
-        assert!(!with_call(&helper, "probe", |s, c| every_training_step(s, c)));
+        assert!(!with_call(&helper, "probe", every_training_step));
         let after = format!("{LOOP}probe(loss)\n");
-        assert!(!with_call(&after, "probe", |s, c| every_training_step(s, c)));
+        assert!(!with_call(&after, "probe", every_training_step));
     }
 
     #[test]
     fn a_periodic_if_and_no_grad_guard_a_call() {
-        let periodic = format!("{LOOP}    if step % 100 == 0 and rank == 0:\n        probe(loss)\n");
-        assert!(!with_call(&periodic, "probe", |s, c| every_training_step(s, c)));
+        let periodic =
+            format!("{LOOP}    if step % 100 == 0 and rank == 0:\n        probe(loss)\n");
+        assert!(!with_call(&periodic, "probe", every_training_step));
         let plain_if = format!("{LOOP}    if verbose:\n        probe(loss)\n");
-        assert!(with_call(&plain_if, "probe", |s, c| every_training_step(s, c)));
+        assert!(with_call(&plain_if, "probe", every_training_step));
         let no_grad = format!("{LOOP}    with torch.no_grad():\n        probe(loss)\n");
-        assert!(!with_call(&no_grad, "probe", |s, c| every_training_step(s, c)));
+        assert!(!with_call(&no_grad, "probe", every_training_step));
         let decorated = "@torch.no_grad()\ndef evaluate():\n    for x in data:\n        x.backward()\n        probe(x)\n";
-        assert!(!with_call(decorated, "probe", |s, c| every_training_step(s, c)));
+        assert!(!with_call(decorated, "probe", every_training_step));
     }
 
     #[test]
     fn a_loop_without_backward_is_not_a_training_loop() {
         let eval = "for x, y in loader:\n    out = model(x)\n    probe(out)\n";
-        assert!(!with_call(eval, "probe", |s, c| every_training_step(s, c)));
+        assert!(!with_call(eval, "probe", every_training_step));
     }
 }

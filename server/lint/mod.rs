@@ -53,9 +53,7 @@ impl Finding {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum LintError {
     /// Larger than [`MAX_SOURCE_BYTES`].
-    #[error(
-        "the script is {0} bytes; the checker reads scripts of up to {MAX_SOURCE_BYTES} bytes"
-    )]
+    #[error("the script is {0} bytes; the checker reads scripts of up to {MAX_SOURCE_BYTES} bytes")]
     TooLarge(usize),
     /// Not Python: the first place the parser could not read.
     #[error("line {line}, column {column}: {message}; nothing else was checked")]

@@ -4,7 +4,7 @@
 //! name).
 
 use std::cell::RefCell;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::ops::ControlFlow;
 use std::time::{Duration, Instant};
 
@@ -20,6 +20,8 @@ pub struct Script<'s> {
     pub tree: Tree,
     /// Whether each loop (by node id) is a training loop, once worked out.
     pub training_loops: RefCell<HashMap<usize, bool>>,
+    /// The names each scope (by node id) assigns a plain number, once worked out.
+    pub number_names: RefCell<HashMap<usize, HashSet<String>>>,
 }
 
 impl<'s> Script<'s> {
@@ -49,6 +51,7 @@ impl<'s> Script<'s> {
             source,
             tree,
             training_loops: RefCell::default(),
+            number_names: RefCell::default(),
         };
         if let Some(error) = script.first_error() {
             return Err(error);
@@ -243,6 +246,10 @@ mod tests {
     fn a_zero_budget_times_out_on_a_long_script() {
         let source = "x = [1, 2, 3]\n".repeat(20_000);
         let outcome = Script::parse(&source, Duration::ZERO);
-        assert!(matches!(outcome, Err(LintError::Timeout)), "{:?}", outcome.err());
+        assert!(
+            matches!(outcome, Err(LintError::Timeout)),
+            "{:?}",
+            outcome.err()
+        );
     }
 }

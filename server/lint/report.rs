@@ -111,6 +111,9 @@ mod tests {
     #[test]
     fn a_syntax_error_line_has_the_place() {
         let error = super::super::check("def f(:\n").unwrap_err();
-        assert!(error_line("a.py", &error).starts_with("a.py:1:"), "{error:?}");
+        assert!(
+            error_line("a.py", &error).starts_with("a.py:1:"),
+            "{error:?}"
+        );
     }
 }

@@ -32,6 +32,11 @@ pub struct LintPage<'a> {
 }
 
 impl<'a> LintPage<'a> {
+    /// `text` as HTML: escaped, with each `` `span` `` set as code.
+    pub fn code(&self, text: &str) -> String {
+        code_spans(text)
+    }
+
     /// The empty form.
     pub fn new(layout: &'a Layout, script: String) -> Self {
         Self {
@@ -44,5 +49,39 @@ impl<'a> LintPage<'a> {
             rules: RULES,
             script,
         }
+    }
+}
+
+/// `text` escaped for HTML, with the parts between backticks in `<code>`.
+pub fn code_spans(text: &str) -> String {
+    let mut out = String::with_capacity(text.len() + 16);
+    for (i, part) in text.split('`').enumerate() {
+        let escaped = part
+            .replace('&', "&amp;")
+            .replace('<', "&lt;")
+            .replace('>', "&gt;")
+            .replace('"', "&quot;");
+        if i % 2 == 1 {
+            out.push_str("<code>");
+            out.push_str(&escaped);
+            out.push_str("</code>");
+        } else {
+            out.push_str(&escaped);
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn backticks_become_code_and_html_is_escaped() {
+        assert_eq!(
+            code_spans("call `x.item()` <b>&"),
+            "call <code>x.item()</code> &lt;b&gt;&amp;"
+        );
+        assert_eq!(code_spans("`<script>`"), "<code>&lt;script&gt;</code>");
     }
 }

@@ -129,3 +129,20 @@ pub async fn value_for(state: &AppState, key: &MeasuredKey) -> Option<f64> {
     let _ = tokio::time::timeout(FIRST_WAIT, refresh(state.clone(), key.clone())).await;
     latest(None)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn newest_takes_the_latest_value_of_a_quantity_over_any_parameters() {
+        let measurements = Measurements::default();
+        assert!(measurements.newest("timing.underestimate_factor").is_none());
+        measurements.record("timing.underestimate_factor", "{\"n\":1}", 3.0);
+        std::thread::sleep(Duration::from_millis(2));
+        measurements.record("timing.underestimate_factor", "{\"n\":2}", 7.5);
+        measurements.record("streams.best_speedup", "{}", 1.9);
+        let (value, _) = measurements.newest("timing.underestimate_factor").unwrap();
+        assert_eq!(value, 7.5);
+    }
+}

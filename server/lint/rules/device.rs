@@ -49,7 +49,8 @@ mod tests {
         assert!(has("import torch\ndev = torch.device(\"cuda\")\n", "GL501"));
         let checked = "import torch\ndev = 'cuda' if torch.cuda.is_available() else 'cpu'\nmodel = Net().to(dev)\nx = torch.zeros(3, device='cuda')\n";
         assert!(!has(checked, "GL501"));
-        let accelerator = "import torch\ndevice = torch.accelerator.current_accelerator()\nm = Net().cuda()\n";
+        let accelerator =
+            "import torch\ndevice = torch.accelerator.current_accelerator()\nm = Net().cuda()\n";
         assert!(!has(accelerator, "GL501"));
         assert!(!has("import torch\nx = torch.zeros(3)\n", "GL501"));
     }

@@ -5,7 +5,7 @@
 use tree_sitter::Node;
 
 use super::super::context::{
-    calls_in, every_training_step, loops, periodic, same_scope, under_no_grad,
+    every_training_step, is_training_loop, loops, periodic, under_no_grad,
 };
 use super::super::parse::Script;
 use super::{Finding, assigned_a_number, at, is_loss_name};
@@ -44,7 +44,9 @@ pub(super) fn check(script: &Script, out: &mut Vec<Finding>) {
                         script,
                         node,
                         "GL301",
-                        format!("the running total keeps `{name}`'s autograd graph from every step"),
+                        format!(
+                            "the running total keeps `{name}`'s autograd graph from every step"
+                        ),
                     ));
                 }
             }
@@ -84,13 +86,9 @@ fn missing_zero_grad(script: &Script, out: &mut Vec<Finding>) {
         if !(stepper.contains("opt") || stepper.contains("scaler")) {
             continue;
         }
-        let backward_loop = loops(call).into_iter().find(|l| {
-            same_scope(*l)
-                .into_iter()
-                .any(|n| n.kind() == "call" && script.method(n) == "backward")
-        });
-        if let Some(l) = backward_loop
-            && calls_in(script, l).any(|c| script.method(c) == "backward")
+        if let Some(l) = loops(call)
+            .into_iter()
+            .find(|l| is_training_loop(script, *l))
         {
             out.push(at(
                 script,
@@ -113,7 +111,10 @@ mod tests {
         assert!(has(&in_loop("total_loss += loss"), "GL301"));
         assert!(!has(&in_loop("losses.append(loss.item())"), "GL301"));
         assert!(!has(&in_loop("total_loss += loss.detach()"), "GL301"));
-        assert!(!has(&in_loop("with torch.no_grad():\n    total_loss += loss"), "GL301"));
+        assert!(!has(
+            &in_loop("with torch.no_grad():\n    total_loss += loss"),
+            "GL301"
+        ));
         let eval = "with torch.no_grad():\n    for x in val:\n        val_loss = crit(model(x))\n        losses.append(val_loss)\n";
         assert!(!has(eval, "GL301"), "not a training loop");
     }
@@ -121,7 +122,10 @@ mod tests {
     #[test]
     fn gl302_empty_cache_in_the_loop() {
         assert!(has(&in_loop("torch.cuda.empty_cache()"), "GL302"));
-        assert!(!has(&in_loop("if step % 1000 == 0:\n    torch.cuda.empty_cache()"), "GL302"));
+        assert!(!has(
+            &in_loop("if step % 1000 == 0:\n    torch.cuda.empty_cache()"),
+            "GL302"
+        ));
         let after = format!("{}torch.cuda.empty_cache()\n", in_loop("pass"));
         assert!(!has(&after, "GL302"));
     }
@@ -134,6 +138,9 @@ mod tests {
         let set_none = "for x, y in loader:\n    for p in model.parameters():\n        p.grad = None\n    loss = crit(model(x), y)\n    loss.backward()\n    optimizer.step()\n";
         assert!(!has(set_none, "GL303"));
         let scheduler = "for epoch in range(3):\n    train(model)\n    scheduler.step()\n";
-        assert!(!has(scheduler, "GL303"), "a scheduler's step is not an optimiser's");
+        assert!(
+            !has(scheduler, "GL303"),
+            "a scheduler's step is not an optimiser's"
+        );
     }
 }

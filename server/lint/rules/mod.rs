@@ -47,15 +47,24 @@ fn is_loss_name(name: &str) -> bool {
 /// (`loss = loss.item()`, `loss = float(out)`), so that later uses are not tensors.
 fn assigned_a_number(script: &Script, node: Node, name: &str) -> bool {
     let scope = super::context::scope(node).unwrap_or_else(|| script.tree.root_node());
-    super::context::same_scope(scope).into_iter().any(|n| {
-        n.kind() == "assignment"
-            && n.child_by_field_name("left")
-                .is_some_and(|l| script.text(l) == name)
-            && n.child_by_field_name("right").is_some_and(|r| {
+    if let Some(names) = script.number_names.borrow().get(&scope.id()) {
+        return names.contains(name);
+    }
+    let names: std::collections::HashSet<String> = super::context::same_scope(scope)
+        .into_iter()
+        .filter(|n| n.kind() == "assignment")
+        .filter(|n| {
+            n.child_by_field_name("right").is_some_and(|r| {
                 let text = script.text(r);
                 text.contains(".item()") || text.starts_with("float(") || text.starts_with("int(")
             })
-    })
+        })
+        .filter_map(|n| n.child_by_field_name("left"))
+        .map(|l| script.text(l).to_string())
+        .collect();
+    let found = names.contains(name);
+    script.number_names.borrow_mut().insert(scope.id(), names);
+    found
 }
 
 #[cfg(test)]

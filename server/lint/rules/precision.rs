@@ -15,14 +15,22 @@ const OLD_SCALER: [&str; 2] = ["torch.cuda.amp.GradScaler", "torch.cpu.amp.GradS
 /// `(code, message)` for a deprecated dotted name, if it is one.
 fn deprecated(dotted: &str) -> Option<(&'static str, String)> {
     if OLD_AUTOCAST.contains(&dotted) {
-        let device = if dotted.contains(".cpu.") { "cpu" } else { "cuda" };
+        let device = if dotted.contains(".cpu.") {
+            "cpu"
+        } else {
+            "cuda"
+        };
         return Some((
             "GL401",
             format!("`{dotted}` is deprecated: use `torch.autocast(\"{device}\", ...)`"),
         ));
     }
     if OLD_SCALER.contains(&dotted) {
-        let device = if dotted.contains(".cpu.") { "cpu" } else { "cuda" };
+        let device = if dotted.contains(".cpu.") {
+            "cpu"
+        } else {
+            "cuda"
+        };
         return Some((
             "GL402",
             format!("`{dotted}` is deprecated: use `torch.amp.GradScaler(\"{device}\")`"),
@@ -114,9 +122,8 @@ pub(super) fn check(script: &Script, out: &mut Vec<Finding>) {
 
 /// Whether `node` is the target of an assignment.
 fn is_assigned(node: Node) -> bool {
-    node.parent().is_some_and(|p| {
-        p.kind() == "assignment" && p.child_by_field_name("left") == Some(node)
-    })
+    node.parent()
+        .is_some_and(|p| p.kind() == "assignment" && p.child_by_field_name("left") == Some(node))
 }
 
 #[cfg(test)]
@@ -141,8 +148,12 @@ mod tests {
         assert!(!has(&bf16, "GL403"), "bf16 needs no scaler");
         let scaled = format!("scaler = torch.amp.GradScaler('cuda')\n{fp16}");
         assert!(!has(&scaled, "GL403"));
-        let inference = "import torch\nwith torch.autocast('cuda', dtype=torch.half):\n    out = model(x)\n";
-        assert!(!has(inference, "GL403"), "no training, no gradients to underflow");
+        let inference =
+            "import torch\nwith torch.autocast('cuda', dtype=torch.half):\n    out = model(x)\n";
+        assert!(
+            !has(inference, "GL403"),
+            "no training, no gradients to underflow"
+        );
     }
 
     #[test]

@@ -45,21 +45,19 @@ pub(super) fn check(script: &Script, out: &mut Vec<Finding>) {
                 script,
                 call,
                 "GL102",
-                format!(
-                    "`{}()` runs on every training step",
-                    script.callee(call)
-                ),
+                format!("`{}()` runs on every training step", script.callee(call)),
             ));
         }
-        if script.callee(call) == "print" && every_training_step(script, call) {
-            if let Some(name) = printed_tensor(script, call) {
-                out.push(at(
-                    script,
-                    call,
-                    "GL104",
-                    format!("`print` formats the tensor `{name}` on every training step"),
-                ));
-            }
+        if script.callee(call) == "print"
+            && every_training_step(script, call)
+            && let Some(name) = printed_tensor(script, call)
+        {
+            out.push(at(
+                script,
+                call,
+                "GL104",
+                format!("`print` formats the tensor `{name}` on every training step"),
+            ));
         }
     }
     timers_without_sync(script, out);
@@ -118,17 +116,16 @@ fn timers_without_sync(script: &Script, out: &mut Vec<Finding>) {
     }
     for s in scopes {
         let root = s.unwrap_or_else(|| script.tree.root_node());
-        let calls: Vec<Node> = calls_in(script, root).collect();
-        let reads: Vec<Node> = timers
-            .iter()
-            .copied()
-            .filter(|t| scope(*t) == s)
-            .collect();
+        let mut calls: Vec<Node> = calls_in(script, root).collect();
+        calls.sort_by_key(Node::start_byte);
+        let reads: Vec<Node> = timers.iter().copied().filter(|t| scope(*t) == s).collect();
         for pair in reads.windows(2) {
             let (start, end) = (pair[0].end_byte(), pair[1].start_byte());
-            let between = calls
+            let first = calls.partition_point(|c| c.start_byte() < start);
+            let between = calls[first..]
                 .iter()
-                .filter(|c| c.start_byte() >= start && c.end_byte() <= end);
+                .take_while(|c| c.start_byte() < end)
+                .filter(|c| c.end_byte() <= end);
             let mut gpu_work = false;
             let mut synced = false;
             for c in between {
@@ -164,19 +161,34 @@ mod tests {
     #[test]
     fn gl101_a_value_read_every_step() {
         assert!(has(&in_loop("history.append(loss.item())"), "GL101"));
-        assert!(has(&in_loop("if loss.item() > 5:\n    print('spike')"), "GL101"));
-        assert!(has(&in_loop("acc = (pred == y).float().mean().cpu()"), "GL101"));
+        assert!(has(
+            &in_loop("if loss.item() > 5:\n    print('spike')"),
+            "GL101"
+        ));
+        assert!(has(
+            &in_loop("acc = (pred == y).float().mean().cpu()"),
+            "GL101"
+        ));
     }
 
     #[test]
     fn gl101_not_behind_a_periodic_if_after_the_loop_or_without_grad() {
-        assert!(!has(&in_loop("if step % 100 == 0:\n    print(loss.item())"), "GL101"));
+        assert!(!has(
+            &in_loop("if step % 100 == 0:\n    print(loss.item())"),
+            "GL101"
+        ));
         let after = format!("{}print(loss.item())\n", in_loop("pass"));
         assert!(!has(&after, "GL101"));
-        assert!(!has(&in_loop("with torch.no_grad():\n    acc = out.argmax(1).cpu()"), "GL101"));
+        assert!(!has(
+            &in_loop("with torch.no_grad():\n    acc = out.argmax(1).cpu()"),
+            "GL101"
+        ));
         let eval = "with torch.no_grad():\n    for x, y in val:\n        total += crit(model(x), y).item()\n";
         assert!(!has(eval, "GL101"));
-        assert!(!has(&in_loop("x2 = x.to('cpu', non_blocking=True)"), "GL101"));
+        assert!(!has(
+            &in_loop("x2 = x.to('cpu', non_blocking=True)"),
+            "GL101"
+        ));
     }
 
     #[test]
@@ -184,17 +196,24 @@ mod tests {
         assert!(has(&in_loop("torch.cuda.synchronize()"), "GL102"));
         let timed = in_loop("torch.cuda.synchronize()\nt1 = time.perf_counter()");
         assert!(!has(&timed, "GL102"));
-        assert!(!has(&in_loop("if step % 50 == 0:\n    torch.cuda.synchronize()"), "GL102"));
+        assert!(!has(
+            &in_loop("if step % 50 == 0:\n    torch.cuda.synchronize()"),
+            "GL102"
+        ));
     }
 
     #[test]
     fn gl103_a_timer_read_after_gpu_work_without_sync() {
-        let naive = "import torch, time\nt0 = time.time()\nout = model(x.cuda())\nt1 = time.time()\n";
+        let naive =
+            "import torch, time\nt0 = time.time()\nout = model(x.cuda())\nt1 = time.time()\n";
         assert!(has(naive, "GL103"));
         let honest = "import torch, time\nt0 = time.time()\nout = model(x.cuda())\ntorch.cuda.synchronize()\nt1 = time.time()\n";
         assert!(!has(honest, "GL103"));
         let data_time = "import torch, time\nend = time.time()\nfor x in loader:\n    data_time = time.time() - end\n";
-        assert!(!has(data_time, "GL103"), "no GPU work between the two reads");
+        assert!(
+            !has(data_time, "GL103"),
+            "no GPU work between the two reads"
+        );
         let cpu_only = "import time\nt0 = time.time()\nout = model(x)\nt1 = time.time()\n";
         assert!(!has(cpu_only, "GL103"), "a script that never mentions CUDA");
     }
@@ -204,7 +223,10 @@ mod tests {
         assert!(has(&in_loop("print(loss)"), "GL104"));
         assert!(has(&in_loop("print(f'step {step}: {loss}')"), "GL104"));
         assert!(!has(&in_loop("print(f'step {step}')"), "GL104"));
-        assert!(!has(&in_loop("if step % 10 == 0:\n    print(loss)"), "GL104"));
+        assert!(!has(
+            &in_loop("if step % 10 == 0:\n    print(loss)"),
+            "GL104"
+        ));
         let number = "for x in loader:\n    loss = crit(model(x))\n    loss.backward()\n    loss = loss.item()\n    print(loss)\n";
         assert!(!has(number, "GL104"), "loss was made a number");
     }

@@ -140,14 +140,22 @@ mod tests {
         let zero = "loader = DataLoader(ds, num_workers=0, pin_memory=True)\n";
         assert!(has(zero, "GL203"));
         let splat = "import torch\nloader = torch.utils.data.DataLoader(ds, **kwargs)\nx.cuda()\nif __name__ == '__main__':\n    main()\n";
-        assert!(!has(splat, "GL202") && !has(splat, "GL203"), "** may carry both");
-        let cpu_script = "loader = DataLoader(ds, num_workers=2)\nif __name__ == '__main__':\n    main()\n";
-        assert!(!has(cpu_script, "GL202"), "a script that never mentions a GPU");
+        assert!(
+            !has(splat, "GL202") && !has(splat, "GL203"),
+            "** may carry both"
+        );
+        let cpu_script =
+            "loader = DataLoader(ds, num_workers=2)\nif __name__ == '__main__':\n    main()\n";
+        assert!(
+            !has(cpu_script, "GL202"),
+            "a script that never mentions a GPU"
+        );
     }
 
     #[test]
     fn gl204_workers_need_a_main_guard() {
-        let unguarded = "loader = DataLoader(ds, num_workers=4, pin_memory=True)\nfor x in loader:\n    pass\n";
+        let unguarded =
+            "loader = DataLoader(ds, num_workers=4, pin_memory=True)\nfor x in loader:\n    pass\n";
         assert!(has(unguarded, "GL204"));
         let guarded = "def main():\n    loader = DataLoader(ds, num_workers=4, pin_memory=True)\n\nif __name__ == \"__main__\":\n    main()\n";
         assert!(!has(guarded, "GL204"));
@@ -157,9 +165,15 @@ mod tests {
 
     #[test]
     fn gl205_tensor_built_on_the_cpu_every_step() {
-        assert!(has(&in_loop("mask = torch.ones(32, 128).to(device)"), "GL205"));
+        assert!(has(
+            &in_loop("mask = torch.ones(32, 128).to(device)"),
+            "GL205"
+        ));
         assert!(has(&in_loop("t = torch.tensor([1.0]).cuda()"), "GL205"));
-        assert!(!has(&in_loop("mask = torch.ones(32, 128, device=device)"), "GL205"));
+        assert!(!has(
+            &in_loop("mask = torch.ones(32, 128, device=device)"),
+            "GL205"
+        ));
         let before = "import torch\nmask = torch.ones(32).to('cuda')\nfor x in loader:\n    model(x).sum().backward()\n";
         assert!(!has(before, "GL205"), "built once before the loop");
     }

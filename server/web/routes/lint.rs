@@ -12,11 +12,12 @@ use axum::response::{Html, IntoResponse, Response};
 
 use crate::experiments::prediction::format_factor;
 use crate::lint::report::Explained;
-use crate::lint::{self, LintError, MAX_SOURCE_BYTES};
+use crate::lint::{self, LintError, MAX_SOURCE_BYTES, Rule};
 use crate::web::error::{ApiError, AppError};
 use crate::web::extract;
 use crate::web::identity::StudentId;
 use crate::web::lint_page::LintPage;
+use crate::web::measurements::Measurements;
 use crate::web::state::AppState;
 
 /// Checks one student may run per minute.
@@ -68,7 +69,10 @@ async fn run_check(
     let findings = outcome.map_err(|error| match error {
         LintError::TooLarge(_) => AppError::Rejected(
             StatusCode::PAYLOAD_TOO_LARGE,
-            format!("The checker reads scripts of up to {} KB: {error}.", MAX_SOURCE_BYTES / 1024),
+            format!(
+                "The checker reads scripts of up to {} KB: {error}.",
+                MAX_SOURCE_BYTES / 1024
+            ),
         ),
         LintError::Syntax { .. } => {
             AppError::Invalid(format!("The script is not valid Python: {error}."))
@@ -86,14 +90,19 @@ async fn run_check(
 }
 
 /// The sentence quoting this server's latest measurement of the cost behind
-/// `finding`'s rule: only on a GPU (a CPU stand-in never speaks for a GPU), and only
-/// when an experiment run has measured it.
+/// `finding`'s rule.
 fn measured_cost(state: &AppState, finding: &lint::Finding) -> Option<String> {
-    if !state.device.gpu {
+    measured_sentence(state.device.gpu, &state.measurements, finding.rule())
+}
+
+/// The sentence quoting the newest measurement of `rule`'s cost: only on a GPU (a CPU
+/// stand-in never speaks for a GPU), and only when an experiment run has measured it.
+pub fn measured_sentence(on_gpu: bool, measurements: &Measurements, rule: &Rule) -> Option<String> {
+    if !on_gpu {
         return None;
     }
-    let (quantity, sentence) = finding.rule().experiment.as_ref()?.measured?;
-    let (value, _) = state.measurements.newest(quantity)?;
+    let (quantity, sentence) = rule.experiment.as_ref()?.measured?;
+    let (value, _) = measurements.newest(quantity)?;
     Some(sentence.replace("{value}", &format_factor(value)))
 }
 
@@ -155,4 +164,38 @@ pub async fn check_json(
     let request: LintRequest = extract::json(&body, r#"{"source": "import torch\n..."}"#)?;
     let findings = run_check(&state, &student, request.source).await?;
     Ok(Json(LintReport { findings }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::lint::catalog::rule;
+
+    #[test]
+    fn a_measured_cost_is_quoted_only_from_a_gpu_measurement() {
+        let measurements = Measurements::default();
+        let sync = rule("GL101");
+        assert_eq!(
+            measured_sentence(true, &measurements, sync),
+            None,
+            "nothing measured yet"
+        );
+        measurements.record("training.log_every_step_slowdown", "{}", 1.6);
+        let sentence = measured_sentence(true, &measurements, sync).unwrap();
+        assert!(sentence.contains("1.6×"), "{sentence}");
+        assert!(
+            !sentence.contains("{value}") && !sentence.contains("××"),
+            "{sentence}"
+        );
+        assert_eq!(
+            measured_sentence(false, &measurements, sync),
+            None,
+            "a CPU run is no GPU cost"
+        );
+        assert_eq!(
+            measured_sentence(true, &measurements, rule("GL401")),
+            None,
+            "no experiment"
+        );
+    }
 }
