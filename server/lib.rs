@@ -20,6 +20,11 @@
 //!   own sizes) and rendered to HTML once, at start-up, with each lesson's outline (its
 //!   sections and code) for the search index and the `.py`/`.ipynb` downloads. Quiz
 //!   answers are read and graded here too. `gpulab check` runs the same chain.
+//! - [`lint`]: the script doctor. A learner's own training script, parsed (never run)
+//!   with tree-sitter's Python grammar, checked against the course's pitfalls with each
+//!   finding's place in the script (training loop, `no_grad`, periodic `if`), its
+//!   lesson section and experiment; used by the "Check your script" page,
+//!   `POST /api/lint` and `gpulab lint`.
 //! - [`db`]: the SQLite database (WAL, migrated on start-up) of students, quiz attempts
 //!   and answers, resume codes, the experiment history, and the instructor's gradebook
 //!   queries; whether it takes writes (a full disk, a read-only or removed file: a 503
@@ -51,6 +56,7 @@ pub mod experiments;
 pub mod format;
 pub mod gpu;
 pub mod host;
+pub mod lint;
 pub mod measure;
 pub mod metrics;
 pub mod playground;

@@ -1,10 +1,12 @@
 //! The `gpulab` command: parse the command line (flags and `GPULAB_*` environment
 //! variables), then serve the course, check its content, or run the GPU tools —
 //! `doctor`, `device`, `memory`, `selftest`, and `bench`, whose subcommands come from
-//! the experiment registry. `serve` is the default.
+//! the experiment registry — or check training scripts with `lint`. `serve` is the
+//! default.
 
 mod bench_cli;
 mod cluster_cli;
+mod lint_cli;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -64,6 +66,12 @@ enum Command {
     /// Run experiments on this machine and print tables (or JSON with --json).
     #[command(subcommand)]
     Bench(bench_cli::BenchCommand),
+    /// Check PyTorch training scripts for the course's pitfalls, without running them.
+    ///
+    /// Prints `file:line:col: CODE message` for each finding (`--format json` for the
+    /// why, fix and lesson link of each). Exits 1 on any finding or syntax error, 2
+    /// when a file cannot be read, 0 when every file is clean.
+    Lint(lint_cli::LintArgs),
     /// Print the OpenAPI document a server with the default caps serves.
     Openapi,
     /// Serve the class-wide experiment queue in PostgreSQL on one GPU (or the CPU), for
@@ -130,6 +138,7 @@ fn main() -> ExitCode {
             }
         }
         Some(Command::Bench(command)) => command.run(),
+        Some(Command::Lint(args)) => args.run(),
         Some(Command::Worker(args)) => {
             let selected = match gpulab::gpu::select_device(args.gpu()) {
                 Ok(line) => line,

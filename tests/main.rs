@@ -22,6 +22,7 @@ mod kernel_emulation;
 mod kernels;
 mod learner;
 mod lesson_experiments;
+mod lint;
 mod measured_quiz;
 mod nojs;
 mod openapi;

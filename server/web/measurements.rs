@@ -48,6 +48,16 @@ impl Measurements {
             .then_some(*value)
     }
 
+    /// The newest value of `quantity` measured with any parameters, and when.
+    pub fn newest(&self, quantity: &str) -> Option<(f64, Instant)> {
+        let recent = self.recent.lock().ok()?;
+        recent
+            .iter()
+            .filter(|((q, _), _)| q == quantity)
+            .map(|(_, (value, at))| (*value, *at))
+            .max_by_key(|(_, at)| *at)
+    }
+
     /// Remembers `value` for the question key `key` (what a run would record).
     pub fn record_for(&self, key: &MeasuredKey, limits: &Limits, value: f64) {
         if let Some(params) = canonical(key, limits) {
@@ -118,4 +128,21 @@ pub async fn value_for(state: &AppState, key: &MeasuredKey) -> Option<f64> {
     }
     let _ = tokio::time::timeout(FIRST_WAIT, refresh(state.clone(), key.clone())).await;
     latest(None)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn newest_takes_the_latest_value_of_a_quantity_over_any_parameters() {
+        let measurements = Measurements::default();
+        assert!(measurements.newest("timing.underestimate_factor").is_none());
+        measurements.record("timing.underestimate_factor", "{\"n\":1}", 3.0);
+        std::thread::sleep(Duration::from_millis(2));
+        measurements.record("timing.underestimate_factor", "{\"n\":2}", 7.5);
+        measurements.record("streams.best_speedup", "{}", 1.9);
+        let (value, _) = measurements.newest("timing.underestimate_factor").unwrap();
+        assert_eq!(value, 7.5);
+    }
 }

@@ -24,6 +24,7 @@ pub mod identity;
 pub mod instructor_pages;
 pub mod learner_flow;
 pub mod learner_pages;
+pub mod lint_page;
 pub mod login_guard;
 pub mod measurements;
 pub mod openapi;

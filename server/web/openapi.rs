@@ -34,6 +34,7 @@ use crate::experiments::{REGISTRY, Rule};
         (name = "memory", description = "Memory snapshot"),
         (name = "playground", description = "The caching-allocator playground"),
         (name = "quizzes", description = "Quizzes and progress"),
+        (name = "lint", description = "The script doctor: a training script checked for the course's pitfalls, never run"),
         (name = "meta", description = "This document")
     )
 )]

@@ -29,7 +29,7 @@ use super::identity::{self, StudentId};
 use super::openapi::{self, ApiDoc, Document};
 use super::routes::{
     assets, class_round, experiments, health, instructor, instructor_cockpit, instructor_exports,
-    learner, me, pages, playground, quiz, resume,
+    learner, lint, me, pages, playground, quiz, resume,
 };
 use super::state::AppState;
 use crate::config::Limits;
@@ -70,6 +70,11 @@ fn api() -> OpenApiRouter<AppState> {
         );
     }
     let student = student
+        .merge(
+            OpenApiRouter::new()
+                .routes(routes!(lint::check_json))
+                .layer(DefaultBodyLimit::max(lint::MAX_BODY_BYTES)),
+        )
         .routes(routes!(experiments::job))
         .routes(routes!(class_round::current))
         .routes(routes!(class_round::predict));
@@ -109,6 +114,12 @@ pub fn router(state: AppState) -> Router {
             get(quiz::final_exam).post(quiz::submit_final_exam),
         )
         .route("/final-exam/complete", get(learner::completion))
+        .route(
+            "/lint",
+            get(lint::page)
+                .post(lint::check_form)
+                .layer(DefaultBodyLimit::max(lint::MAX_BODY_BYTES)),
+        )
         .route("/me/name", post(me::set_name))
         .route("/me/export", get(me::export))
         .route("/me/reset", post(me::reset))

@@ -8,8 +8,10 @@
 // quiz to next lesson, final exam and completion page, quiz marks and messages, typed
 // numbers, search, downloads checked by Python and nbformat, copy buttons, 429
 // sentences, print styles (lib/flow*.mjs); (f) the instructor cockpit and resume
-// codes on a second server with a token (lib/instructor.mjs); (g) a recorded run beside a
-// CPU run and under its reveal, on a server with a fixture (lib/reference.mjs). Prints PASS/FAIL per check and a
+// codes on a second server with a token (lib/instructor.mjs); (g) the "Check your
+// script" page: paste a script, read its findings and follow their links, save the
+// report, axe light and dark (lib/lint.mjs); (h) a recorded run beside a CPU run and
+// under its reveal, on a server with a fixture (lib/reference.mjs). Prints PASS/FAIL per check and a
 // summary table, writes target/e2e-artifacts/report.json, exits non-zero on any failure.
 // Usage and environment variables: tests/e2e/README.md. Run by tests/run.sh.
 
@@ -22,6 +24,7 @@ import { checkInstructor } from './lib/instructor.mjs';
 import { launchBrowser } from './lib/browser.mjs';
 import { readCourse } from './lib/course.mjs';
 import { checkLessons } from './lib/lessons.mjs';
+import { checkLint } from './lib/lint.mjs';
 import { checkPages } from './lib/pages.mjs';
 import { checkReference } from './lib/reference.mjs';
 import { checkQuiz } from './lib/quiz.mjs';
@@ -32,7 +35,7 @@ import { envInt, envList, withTimeout } from './lib/util.mjs';
 
 const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const artifacts = resolve(repoRoot, process.env.E2E_ARTIFACTS || 'target/e2e-artifacts');
-const ALL_PARTS = ['lessons', 'screenshots', 'axe', 'quiz', 'flow', 'instructor', 'reference'];
+const ALL_PARTS = ['lessons', 'screenshots', 'axe', 'quiz', 'flow', 'lint', 'instructor', 'reference'];
 const parts = envList('E2E_PARTS').length ? envList('E2E_PARTS') : ALL_PARTS;
 const timeouts = {
   mount: envInt('E2E_MOUNT_TIMEOUT_MS', 15_000),
@@ -112,12 +115,16 @@ async function main() {
     console.log('\n== (e) the learner\'s path: flow links, quiz marks, numbers, search, downloads, copy, 429, print');
     await checkFlow(ctx);
   }
+  if (parts.includes('lint')) {
+    console.log('\n== (g) check your script: paste, findings, links, saved report, axe');
+    await checkLint(ctx);
+  }
   if (parts.includes('instructor')) {
     console.log('\n== (f) the instructor cockpit and resume codes (own server, with a token)');
     await checkInstructor(ctx);
   }
   if (parts.includes('reference')) {
-    console.log('\n== (g) a recorded run beside a CPU run and under its reveal (own server, a fixture)');
+    console.log('\n== (h) a recorded run beside a CPU run and under its reveal (own server, a fixture)');
     await checkReference(ctx);
   }
   return meta;

@@ -10,6 +10,7 @@ pub mod instructor;
 pub mod instructor_cockpit;
 pub mod instructor_exports;
 pub mod learner;
+pub mod lint;
 pub mod me;
 pub mod pages;
 pub mod playground;

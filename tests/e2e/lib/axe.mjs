@@ -12,7 +12,7 @@ import { FINAL_EXAM_PATH, lessonPath, quizPath } from './course.mjs';
 import { waitForMount } from './directives.mjs';
 import { CheckFailure, withTimeout } from './util.mjs';
 
-const AXE_PATH = createRequire(import.meta.url).resolve('axe-core/axe.min.js');
+export const AXE_PATH = createRequire(import.meta.url).resolve('axe-core/axe.min.js');
 const FAILING_IMPACTS = new Set(['serious', 'critical']);
 
 export async function checkAccessibility(ctx) {
@@ -77,7 +77,7 @@ async function useControls(page) {
 }
 
 /** Throws a readable list of serious/critical violations; else a note of the minor ones. */
-function judge(violations) {
+export function judge(violations) {
   const failing = violations.filter((v) => FAILING_IMPACTS.has(v.impact));
   const minor = violations.filter((v) => !FAILING_IMPACTS.has(v.impact));
   const minorNote = minor.length ? `${minor.length} minor/moderate rule(s): ${minor.map((v) => `${v.id} (${v.impact})`).join(', ')}` : 'no violations';
