@@ -118,7 +118,9 @@ fn allocator_model(file: &Path) -> ExitCode {
         .and_then(|text| serde_json::from_str::<SequenceFile>(&text).map_err(|e| e.to_string()))
         .and_then(|f| f.sequences.iter().map(run).collect::<Result<Vec<_>, _>>());
     match parsed {
-        Ok(outcomes) => print_json(&serde_json::json!({ "model": "gpulab", "sequences": outcomes })),
+        Ok(outcomes) => {
+            print_json(&serde_json::json!({ "model": "gpulab", "sequences": outcomes }))
+        }
         Err(e) => {
             eprintln!("gpulab allocator-model: {e}");
             ExitCode::FAILURE

@@ -50,7 +50,12 @@ async fn the_issue_sequence_gives_9_of_22_mib_and_a_1_mib_tensor_reserves_2_mib(
         .as_array()
         .unwrap()
         .iter()
-        .map(|b| (b["state"].as_str().unwrap(), b["size"].as_u64().unwrap() / MIB))
+        .map(|b| {
+            (
+                b["state"].as_str().unwrap(),
+                b["size"].as_u64().unwrap() / MIB,
+            )
+        })
         .collect();
     assert_eq!(
         blocks,
@@ -80,10 +85,22 @@ async fn the_options_switch_like_pytorch_cuda_alloc_conf_and_bad_ones_are_refuse
     let student = crate::support::student();
     let url = |p: &str| format!("{}{p}", app.base);
     for (body, status) in [
-        (json!({"max_split_size_mb": 20}), StatusCode::UNPROCESSABLE_ENTITY),
-        (json!({"max_split_size_mb": 0}), StatusCode::UNPROCESSABLE_ENTITY),
-        (json!({"roundup_power2_divisions": 4}), StatusCode::BAD_REQUEST),
-        (json!({"expandable_segments": "yes"}), StatusCode::BAD_REQUEST),
+        (
+            json!({"max_split_size_mb": 20}),
+            StatusCode::UNPROCESSABLE_ENTITY,
+        ),
+        (
+            json!({"max_split_size_mb": 0}),
+            StatusCode::UNPROCESSABLE_ENTITY,
+        ),
+        (
+            json!({"roundup_power2_divisions": 4}),
+            StatusCode::BAD_REQUEST,
+        ),
+        (
+            json!({"expandable_segments": "yes"}),
+            StatusCode::BAD_REQUEST,
+        ),
     ] {
         let response = student
             .post(url("/api/playground/config"))
@@ -171,7 +188,11 @@ async fn the_snapshot_is_a_pickle_memory_viz_reads() {
         .await;
     }
     send_json(student.delete(url("/api/playground/tensors/tmp"))).await;
-    let response = student.get(url("/api/playground/snapshot")).send().await.unwrap();
+    let response = student
+        .get(url("/api/playground/snapshot"))
+        .send()
+        .await
+        .unwrap();
     assert_eq!(response.status(), StatusCode::OK);
     assert_eq!(
         response.headers()["content-type"],

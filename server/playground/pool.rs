@@ -268,11 +268,19 @@ mod tests {
         pool.allocate("b", 1000, u64::MAX).unwrap();
         let s = pool.stats();
         assert_eq!(s.allocated_bytes, 10 * MIB + 1024);
-        assert_eq!(s.reserved_bytes, 12 * MIB, "a 10 MiB segment and a 2 MiB small one");
+        assert_eq!(
+            s.reserved_bytes,
+            12 * MIB,
+            "a 10 MiB segment and a 2 MiB small one"
+        );
         let held: u64 = pool.backings.values().map(|(b, _)| b).sum();
         assert_eq!(held, s.reserved_bytes, "each segment is real memory");
         pool.free("a").unwrap();
-        assert_eq!(pool.stats().reserved_bytes, 12 * MIB, "freed memory stays reserved");
+        assert_eq!(
+            pool.stats().reserved_bytes,
+            12 * MIB,
+            "freed memory stays reserved"
+        );
         pool.allocate("c", 4 * MIB, u64::MAX).unwrap();
         let s = pool.stats();
         assert_eq!(
@@ -297,7 +305,10 @@ mod tests {
     fn past_the_cap_it_releases_cache_then_fails_with_pytorchs_message() {
         let mut pool = Pool::new(Source::Host, 40 * MIB);
         pool.allocate("x", 4 * MIB, u64::MAX).unwrap();
-        let err = pool.allocate("z", 24 * MIB, u64::MAX).unwrap_err().to_string();
+        let err = pool
+            .allocate("z", 24 * MIB, u64::MAX)
+            .unwrap_err()
+            .to_string();
         assert_eq!(
             err,
             "CUDA out of memory. Tried to allocate 24.00 MiB. The playground has a total capacity of 40.00 MiB of which 20.00 MiB is free (your playground cap). Of the allocated memory 4.00 MiB is allocated by PyTorch, and 16.00 MiB is reserved by PyTorch but unallocated. If reserved but unallocated memory is large try setting PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True to avoid fragmentation."
@@ -322,6 +333,9 @@ mod tests {
         for i in 0..MAX_TENSORS - 1 {
             pool.allocate(&format!("t{i}"), 512, u64::MAX).unwrap();
         }
-        assert!(matches!(pool.allocate("one_more", 512, u64::MAX), Err(PoolError::TooMany)));
+        assert!(matches!(
+            pool.allocate("one_more", 512, u64::MAX),
+            Err(PoolError::TooMany)
+        ));
     }
 }

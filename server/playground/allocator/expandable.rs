@@ -89,16 +89,28 @@ impl Allocator {
     ) -> Option<usize> {
         let seg = &self.segments[s];
         let block = &seg.blocks[u];
-        let mapped = bytes.div_ceil(seg.page).saturating_mul(seg.page).min(block.size);
+        let mapped = bytes
+            .div_ceil(seg.page)
+            .saturating_mul(seg.page)
+            .min(block.size);
         if self.reserved + mapped > self.limit {
             return None;
         }
         let first = (block.address - seg.address) / seg.page;
         let (id, page, address) = (seg.id, seg.page, block.address);
         for i in 0..mapped / page {
-            if !driver.map(Chunk { segment: id, page: first + i }, page) {
+            if !driver.map(
+                Chunk {
+                    segment: id,
+                    page: first + i,
+                },
+                page,
+            ) {
                 for j in 0..i {
-                    driver.unmap(Chunk { segment: id, page: first + j });
+                    driver.unmap(Chunk {
+                        segment: id,
+                        page: first + j,
+                    });
                 }
                 return None;
             }
@@ -154,7 +166,10 @@ impl Allocator {
             seg.split(u, end - start);
         }
         for p in (start - base) / page..(end - base) / page {
-            driver.unmap(Chunk { segment: seg.id, page: p });
+            driver.unmap(Chunk {
+                segment: seg.id,
+                page: p,
+            });
         }
         seg.blocks[u].state = BlockState::Unmapped;
         let after_free = u + 1 < seg.blocks.len() && seg.blocks[u + 1].state == BlockState::Free;

@@ -42,8 +42,8 @@ use std::collections::VecDeque;
 
 use serde::{Deserialize, Serialize};
 
-pub use segment::{BlockState, BlockView, SegmentView};
 use segment::Segment;
+pub use segment::{BlockState, BlockView, SegmentView};
 
 /// `kMinBlockSize`: every size is rounded up to a multiple of 512 bytes.
 pub const MIN_BLOCK: u64 = 512;
@@ -388,7 +388,10 @@ impl Allocator {
             self.segments[s].expandable_room(b)
         };
         while let Some(&(_, _, s, _)) = candidates.get(pick) {
-            if !self.segments[s].expandable || pick + 1 >= candidates.len() || room(pick + 1) >= room(pick) {
+            if !self.segments[s].expandable
+                || pick + 1 >= candidates.len()
+                || room(pick + 1) >= room(pick)
+            {
                 break;
             }
             pick += 1;
@@ -421,7 +424,13 @@ impl Allocator {
             return self.allocate_expandable(small, size, driver);
         }
         let id = self.next_id;
-        if !driver.map(Chunk { segment: id, page: 0 }, alloc_size) {
+        if !driver.map(
+            Chunk {
+                segment: id,
+                page: 0,
+            },
+            alloc_size,
+        ) {
             return None;
         }
         self.next_id += 1;

@@ -121,7 +121,11 @@ impl Segment {
             }];
         }
         let mut pages = Vec::new();
-        for b in self.blocks.iter().filter(|b| b.state != BlockState::Unmapped) {
+        for b in self
+            .blocks
+            .iter()
+            .filter(|b| b.state != BlockState::Unmapped)
+        {
             let first = (b.address - self.address) / self.page;
             let last = (b.address + b.size - self.address).div_ceil(self.page);
             pages.extend((first..last).map(|page| Chunk {

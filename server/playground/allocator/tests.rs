@@ -37,7 +37,10 @@ impl Driver for FakeDevice {
         true
     }
     fn unmap(&mut self, chunk: Chunk) {
-        assert!(self.mapped.remove(&chunk).is_some(), "{chunk:?} was not mapped");
+        assert!(
+            self.mapped.remove(&chunk).is_some(),
+            "{chunk:?} was not mapped"
+        );
     }
 }
 
@@ -60,7 +63,10 @@ fn run(conf: AllocConf, limit_mib: u64, steps: &[&str]) -> Vec<(f64, f64)> {
                 .unwrap_or_else(|e| panic!("{step}: {e:?}"));
         }
         assert_eq!(dev.used(), a.reserved(), "after {step}");
-        out.push((a.allocated() as f64 / MIB as f64, a.reserved() as f64 / MIB as f64));
+        out.push((
+            a.allocated() as f64 / MIB as f64,
+            a.reserved() as f64 / MIB as f64,
+        ));
     }
     out
 }
@@ -71,14 +77,24 @@ fn mib(pairs: &[(u64, u64)]) -> Vec<(f64, f64)> {
 
 #[test]
 fn the_issue_sequence_ends_at_9_of_22_mib_as_in_pytorch() {
-    let got = run(AllocConf::default(), 1024, &["a=1", "b=4", "c=10", "-c", "d=4"]);
+    let got = run(
+        AllocConf::default(),
+        1024,
+        &["a=1", "b=4", "c=10", "-c", "d=4"],
+    );
     assert_eq!(got, mib(&[(1, 2), (5, 22), (15, 22), (5, 22), (9, 22)]));
 }
 
 #[test]
 fn round_size_rounds_up_to_k_min_block_size_512() {
     assert_eq!(
-        [round_size(0), round_size(1), round_size(512), round_size(513), round_size(1000)],
+        [
+            round_size(0),
+            round_size(1),
+            round_size(512),
+            round_size(513),
+            round_size(1000)
+        ],
         [512, 512, 512, 1024, 1024]
     );
 }
@@ -136,7 +152,10 @@ fn get_free_block_is_best_fit() {
     a.free("y");
     a.free("x");
     a.malloc("z", 11 * MIB, &mut dev).unwrap();
-    assert_eq!(a.tensors().collect::<Vec<_>>(), vec![("z", 12 * MIB, 11 * MIB)]);
+    assert_eq!(
+        a.tensors().collect::<Vec<_>>(),
+        vec![("z", 12 * MIB, 11 * MIB)]
+    );
     assert_eq!(a.reserved(), 28 * MIB);
 }
 
@@ -148,12 +167,20 @@ fn free_block_merges_with_free_neighbours_in_its_segment() {
         a.malloc(n, 4 * MIB, &mut dev).unwrap();
     }
     let blocks = |a: &Allocator| -> Vec<(u64, BlockState)> {
-        a.segment_views()[0].blocks.iter().map(|b| (b.size / MIB, b.state)).collect()
+        a.segment_views()[0]
+            .blocks
+            .iter()
+            .map(|b| (b.size / MIB, b.state))
+            .collect()
     };
     a.free("a");
     a.free("c");
     use BlockState::{Allocated as A, Free as F};
-    assert_eq!(blocks(&a), vec![(4, F), (4, A), (12, F)], "c merged with the tail");
+    assert_eq!(
+        blocks(&a),
+        vec![(4, F), (4, A), (12, F)],
+        "c merged with the tail"
+    );
     a.free("b");
     assert_eq!(blocks(&a), vec![(20, F)], "one free block again");
     // The whole 20 MiB block is found again: an 18 MiB request splits it (2 MiB > 1 MiB).
@@ -184,7 +211,8 @@ fn malloc_releases_cache_and_retries_then_fails_with_pytorchs_figures() {
             a.free(n);
         } else {
             let (n, m) = step.split_once('=').unwrap();
-            a.malloc(n, m.parse::<u64>().unwrap() * MIB, &mut dev).unwrap();
+            a.malloc(n, m.parse::<u64>().unwrap() * MIB, &mut dev)
+                .unwrap();
         }
     }
     assert_eq!((a.allocated(), a.reserved()), (14 * MIB, 40 * MIB));
@@ -200,11 +228,15 @@ fn malloc_releases_cache_and_retries_then_fails_with_pytorchs_figures() {
     );
     assert_eq!(a.trace().last().unwrap().action, "oom");
     // A cached segment that is entirely free is released before giving up.
-    let (mut a, mut dev) = (Allocator::new(AllocConf::default(), 40 * MIB), FakeDevice::new(u64::MAX));
+    let (mut a, mut dev) = (
+        Allocator::new(AllocConf::default(), 40 * MIB),
+        FakeDevice::new(u64::MAX),
+    );
     a.malloc("x", 4 * MIB, &mut dev).unwrap();
     a.malloc("y", 12 * MIB, &mut dev).unwrap();
     a.free("y");
-    a.malloc("z", 17 * MIB, &mut dev).expect("y's segment is released first");
+    a.malloc("z", 17 * MIB, &mut dev)
+        .expect("y's segment is released first");
     assert_eq!((a.allocated(), a.reserved()), (22 * MIB, 38 * MIB));
 }
 
@@ -214,7 +246,8 @@ fn the_device_refusing_memory_also_triggers_release_and_retry() {
     let mut dev = FakeDevice::new(32 * MIB);
     a.malloc("x", 12 * MIB, &mut dev).unwrap();
     a.free("x");
-    a.malloc("y", 30 * MIB, &mut dev).expect("x's cached 12 MiB is given back first");
+    a.malloc("y", 30 * MIB, &mut dev)
+        .expect("x's cached 12 MiB is given back first");
     assert_eq!(dev.used(), 30 * MIB);
     assert!(a.malloc("z", 4 * MIB, &mut dev).is_err());
 }
@@ -231,7 +264,10 @@ fn expandable_segments_grow_one_segment_and_avoid_the_fragmentation_oom() {
     assert_eq!(got[6], (14.0, 40.0));
     assert_eq!(got[7], (30.0, 40.0));
     // Small requests map 2 MiB pages, large ones 20 MiB pages.
-    assert_eq!(run(conf, 64, &["a=1", "b=1", "c=1"]), mib(&[(1, 2), (2, 2), (3, 4)]));
+    assert_eq!(
+        run(conf, 64, &["a=1", "b=1", "c=1"]),
+        mib(&[(1, 2), (2, 2), (3, 4)])
+    );
     assert_eq!(run(conf, 64, &["a=4"]), mib(&[(4, 20)]));
 }
 
@@ -243,7 +279,11 @@ fn expandable_empty_cache_unmaps_only_whole_free_pages() {
     };
     // a at 0–4 MiB, big at 4–44, c at 44–48: three 20 MiB pages. Freeing big frees
     // 4–44, which wholly contains only the page 20–40.
-    let got = run(conf, 256, &["a=4", "big=40", "c=4", "-big", "empty", "-a", "-c", "empty"]);
+    let got = run(
+        conf,
+        256,
+        &["a=4", "big=40", "c=4", "-big", "empty", "-a", "-c", "empty"],
+    );
     assert_eq!(got[2], (48.0, 60.0));
     assert_eq!(got[4], (8.0, 40.0));
     assert_eq!(got[7], (0.0, 0.0));
@@ -263,12 +303,21 @@ fn max_split_size_keeps_oversize_blocks_whole() {
     );
     // A request of at least max_split_size takes an oversize block less than 20 MiB
     // (kLargeBuffer) larger, whole (never split).
-    assert_eq!(run(conf, 256, &["x=40", "-x", "w=36"]).last(), Some(&(40.0, 40.0)));
+    assert_eq!(
+        run(conf, 256, &["x=40", "-x", "w=36"]).last(),
+        Some(&(40.0, 40.0))
+    );
     // ... but not one 20 MiB or more larger.
-    assert_eq!(run(conf, 256, &["x=60", "-x", "w=36"]).last(), Some(&(36.0, 96.0)));
+    assert_eq!(
+        run(conf, 256, &["x=60", "-x", "w=36"]).last(),
+        Some(&(36.0, 96.0))
+    );
     // release_available_cached_blocks: under the limit, the oversize cached block goes
     // back to the device before the new segment is made.
-    assert_eq!(run(conf, 100, &["x=40", "-x", "y=8", "z=50"]).last(), Some(&(58.0, 70.0)));
+    assert_eq!(
+        run(conf, 100, &["x=40", "-x", "y=8", "z=50"]).last(),
+        Some(&(58.0, 70.0))
+    );
 }
 
 #[test]
@@ -289,7 +338,13 @@ fn the_trace_records_segments_allocations_and_frees() {
     let actions: Vec<&str> = a.trace().map(|e| e.action).collect();
     assert_eq!(
         actions,
-        ["segment_alloc", "alloc", "free_requested", "free_completed", "segment_free"]
+        [
+            "segment_alloc",
+            "alloc",
+            "free_requested",
+            "free_completed",
+            "segment_free"
+        ]
     );
     let alloc = a.trace().nth(1).unwrap();
     assert_eq!((alloc.size, alloc.tensor.as_deref()), (3 * MIB, Some("w")));

@@ -4,9 +4,9 @@
 //! snapshot, answering with the counters and segments every time.
 
 use axum::Json;
+use axum::body::Bytes;
 use axum::http::header;
 use axum::response::IntoResponse;
-use axum::body::Bytes;
 use std::net::SocketAddr;
 
 use axum::extract::{ConnectInfo, Extension, Path, RawQuery, State};
@@ -252,7 +252,9 @@ pub async fn configure(
         max_split_size_mb: request.max_split_size_mb,
     };
     Ok(Json(
-        run_call(&state, &student.0, Call::Configure { conf }).await?.body,
+        run_call(&state, &student.0, Call::Configure { conf })
+            .await?
+            .body,
     ))
 }
 

@@ -53,12 +53,17 @@ function segmentsView(view) {
     const { blocks, split } = segmentBlocks(segment);
     const summary = segmentSummary(segment, i);
     // The caption says in words what the bar draws, so the bar itself is decoration.
-    const track = el('div', { class: 'exp-track exp-segment-track', 'aria-hidden': 'true', style: `width: ${Math.max(8, (segment.total_size / largest) * 100)}%` },
-      ...blocks.map((b) => el('span', {
-        class: `exp-block ${b.allocated ? `exp-fill-${b.tone}` : 'exp-block-free exp-pattern'}`,
-        style: `flex-basis: ${b.pct}%`,
-        title: `${b.label}: ${formatBytes(b.bytes)}`,
-      })));
+    // Widths through the CSSOM: the page's CSP forbids inline style attributes.
+    const track = el('div', { class: 'exp-track exp-segment-track', 'aria-hidden': 'true' },
+      ...blocks.map((b) => {
+        const block = el('span', {
+          class: `exp-block ${b.allocated ? `exp-fill-${b.tone}` : 'exp-block-free'}`,
+          title: `${b.label}: ${formatBytes(b.bytes)}`,
+        });
+        block.style.flexBasis = `${b.pct}%`;
+        return block;
+      }));
+    track.style.width = `${Math.max(8, (segment.total_size / largest) * 100)}%`;
     return el('li', { class: 'exp-segment' },
       el('span', { class: 'exp-segment-caption' }, `${summary}${split ? ' (split)' : ''}`),
       track);
