@@ -32,7 +32,9 @@
 //!   while the class runs.
 //! - [`engine`]: the bounded, owner-aware job queue, the worker threads that each own a
 //!   backend (the GPU, or the CPU when there is none), provenance, and `gpulab selftest`.
-//! - [`playground`]: lesson 7's memory snapshot and per-student allocator playgrounds.
+//! - [`playground`]: lesson 7's memory snapshot and per-student allocator playgrounds,
+//!   run by a pure model of PyTorch's caching allocator (segments, splitting, pools,
+//!   expandable segments, the memory_viz snapshot) over real device or host memory.
 //! - [`experiments`]: one module per live experiment behind one trait, and the registry
 //!   from which routes, CLI commands, OpenAPI paths, lesson directives, panel bounds,
 //!   bad-input tests and selftests are derived.

@@ -74,6 +74,13 @@ enum Command {
     Lint(lint_cli::LintArgs),
     /// Print the OpenAPI document a server with the default caps serves.
     Openapi,
+    /// Run allocator sequences (tests/gpu/allocator_sequences.json) through the
+    /// playground's model of PyTorch's caching allocator and print memory_allocated()
+    /// and memory_reserved() after each step as JSON, for tests/gpu/ref_allocator.py.
+    AllocatorModel {
+        /// The sequences file.
+        file: PathBuf,
+    },
     /// Serve the class-wide experiment queue in PostgreSQL on one GPU (or the CPU), for
     /// web nodes started with `serve --role web`. Run one per GPU.
     Worker(cluster_cli::WorkerArgs),
@@ -115,6 +122,24 @@ struct CheckArgs {
     content: Option<PathBuf>,
 }
 
+/// `gpulab allocator-model FILE`: the model's figures for each sequence, as JSON.
+fn allocator_model(file: &Path) -> ExitCode {
+    use gpulab::playground::allocator::sequences::{SequenceFile, run};
+    let parsed = std::fs::read_to_string(file)
+        .map_err(|e| format!("cannot read {}: {e}", file.display()))
+        .and_then(|text| serde_json::from_str::<SequenceFile>(&text).map_err(|e| e.to_string()))
+        .and_then(|f| f.sequences.iter().map(run).collect::<Result<Vec<_>, _>>());
+    match parsed {
+        Ok(outcomes) => {
+            print_json(&serde_json::json!({ "model": "gpulab", "sequences": outcomes }))
+        }
+        Err(e) => {
+            eprintln!("gpulab allocator-model: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
@@ -139,6 +164,7 @@ fn main() -> ExitCode {
         }
         Some(Command::Bench(command)) => command.run(),
         Some(Command::Lint(args)) => args.run(),
+        Some(Command::AllocatorModel { file }) => allocator_model(&file),
         Some(Command::Worker(args)) => {
             let selected = match gpulab::gpu::select_device(args.gpu()) {
                 Ok(line) => line,

@@ -2,6 +2,7 @@
 //! `gpulab` binary) and checks it from the outside, the way a browser or author would.
 
 mod abuse;
+mod allocator_playground;
 mod bad_input;
 mod class_mode;
 mod class_round;

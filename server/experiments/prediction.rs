@@ -78,13 +78,14 @@ pub struct Standalone {
     pub quantity: Quantity,
 }
 
-/// The allocator playground: before a `del`, how many MiB `reserved` will show after it.
+/// The allocator playground: before a `del`, how many MiB will be reserved but
+/// unallocated (cached, free for reuse) after it.
 pub const PLAYGROUND: Standalone = Standalone {
     name: "playground",
     lesson: "gpu-memory",
     title: "Allocator playground",
     quantity: Quantity {
-        key: "playground.reserved_after_free",
+        key: "playground.unallocated_after_free",
         unit: "MiB",
         scale: Scale::Ratio,
         on: On::Any,

@@ -194,6 +194,19 @@ impl Playgrounds {
         self.view(stats)
     }
 
+    /// `student`'s playground in `torch.cuda.memory._snapshot()`'s shape, without
+    /// creating one.
+    pub fn snapshot_of(&self, student: &str) -> serde_json::Value {
+        let pool = lock(&self.book)
+            .entries
+            .get(student)
+            .map(|e| Arc::clone(&e.pool));
+        pool.map_or_else(
+            || Pool::new(self.source.clone(), self.caps.per_student).snapshot(),
+            |p| lock(&p).snapshot(),
+        )
+    }
+
     /// Drops `student`'s pool, releasing its memory.
     pub fn reset(&self, student: &str) -> PlaygroundView {
         let removed = {
@@ -259,47 +272,54 @@ mod tests {
 
     #[test]
     fn playgrounds_are_per_student_and_share_a_total_cap() {
-        let pg = Playgrounds::new(Source::Host, caps(8, 12, 12));
-        let (ok, view) = pg.with("ann", None, |p, room| p.allocate("w", 6 * MIB, room));
+        // Tensors of 10 MiB or more get segments of their own size (rounded to 2 MiB),
+        // so the caps below count exactly these tensors' bytes.
+        let pg = Playgrounds::new(Source::Host, caps(24, 36, 36));
+        let (ok, view) = pg.with("ann", None, |p, room| p.allocate("w", 20 * MIB, room));
         ok.unwrap();
-        assert_eq!(view.pool.allocated_bytes, 6 * MIB);
-        let (err, _) = pg.with("bob", None, |p, room| p.allocate("w", 7 * MIB, room));
+        assert_eq!(view.pool.allocated_bytes, 20 * MIB);
+        let (err, _) = pg.with("bob", None, |p, room| p.allocate("w", 18 * MIB, room));
         assert!(
             err.unwrap_err().to_string().contains("shared"),
-            "ann's 6 MiB + bob's 7 MiB pass the 12 MiB total"
+            "ann's 20 MiB + bob's 18 MiB pass the 36 MiB total"
         );
-        let (ok, view) = pg.with("bob", None, |p, room| p.allocate("w", 5 * MIB, room));
+        let (ok, view) = pg.with("bob", None, |p, room| p.allocate("w", 16 * MIB, room));
         ok.unwrap();
         assert_eq!(view.pool.tensors.len(), 1);
-        assert_eq!(pg.total_reserved(), 11 * MIB);
+        assert_eq!(pg.total_reserved(), 36 * MIB);
         assert_eq!(pg.reset("ann").pool.reserved_bytes, 0);
-        assert_eq!(pg.total_reserved(), 5 * MIB);
+        assert_eq!(pg.total_reserved(), 16 * MIB);
         // Freeing and emptying keep the running total right.
         pg.with("bob", None, |p, _| p.free("w")).0.unwrap();
-        assert_eq!(pg.total_reserved(), 5 * MIB, "freed but cached");
+        assert_eq!(pg.total_reserved(), 16 * MIB, "freed but cached");
         pg.with("bob", None, |p, _| p.empty_cache());
         assert_eq!(pg.total_reserved(), 0);
+        // A 1 MiB tensor reserves its 2 MiB small segment against the caps.
+        pg.with("bob", None, |p, room| p.allocate("tiny", MIB, room))
+            .0
+            .unwrap();
+        assert_eq!(pg.total_reserved(), 2 * MIB);
     }
 
     #[test]
     fn one_address_gets_only_its_share_and_reads_create_nothing() {
-        let pg = Playgrounds::new(Source::Host, caps(8, 32, 10));
+        let pg = Playgrounds::new(Source::Host, caps(24, 96, 30));
         let here: IpAddr = "192.0.2.1".parse().unwrap();
         let there: IpAddr = "192.0.2.2".parse().unwrap();
         assert_eq!(pg.view_of("nobody").pool.reserved_bytes, 0);
         assert_eq!(pg.count(), 0, "a read creates no playground");
-        pg.with("a", Some(here), |p, room| p.allocate("x", 6 * MIB, room))
+        pg.with("a", Some(here), |p, room| p.allocate("x", 16 * MIB, room))
             .0
             .unwrap();
-        let (err, _) = pg.with("b", Some(here), |p, room| p.allocate("x", 6 * MIB, room));
+        let (err, _) = pg.with("b", Some(here), |p, room| p.allocate("x", 16 * MIB, room));
         assert!(
             err.is_err(),
-            "a second student at the same address passes its 10 MiB"
+            "a second student at the same address passes its 30 MiB"
         );
-        pg.with("c", Some(there), |p, room| p.allocate("x", 6 * MIB, room))
+        pg.with("c", Some(there), |p, room| p.allocate("x", 16 * MIB, room))
             .0
             .unwrap();
-        assert_eq!(pg.total_reserved(), 12 * MIB);
+        assert_eq!(pg.total_reserved(), 32 * MIB);
     }
 
     #[test]

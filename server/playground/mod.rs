@@ -1,8 +1,11 @@
 //! Lesson 7's live memory: a snapshot of what the system reports (NVML and the driver on
 //! a GPU host; host RAM and this process's resident set on the CPU backend), and the
-//! per-student allocator playgrounds ([`class`]), each a capped caching [`pool::Pool`] of
-//! real memory, with class-wide and per-address totals and idle expiry.
+//! per-student allocator playgrounds ([`class`]), each a capped [`pool::Pool`] of real
+//! memory run by a model of PyTorch's caching allocator ([`allocator`]: segments,
+//! blocks, splitting, the two pools, expandable segments, the memory_viz snapshot),
+//! with class-wide and per-address totals and idle expiry.
 
+pub mod allocator;
 pub mod class;
 pub mod pool;
 pub mod remote;

@@ -1,25 +1,23 @@
-//! The allocator playground (lesson 7): a per-student caching pool modelled on
-//! PyTorch's CUDA caching allocator, backed by real memory — device memory from
-//! `cuMemAlloc` on a GPU host, host memory (pages actually touched) on the CPU backend.
-//!
-//! Sizes round up to 512-byte multiples. Freeing a tensor keeps its block cached
-//! (reserved but unallocated); a later allocation reuses the best-fitting cached block
-//! before asking the driver for more; `empty_cache` hands cached blocks back. When a
-//! request would pass the student's cap, cached blocks are released first and the
-//! request retried, and only then does it fail with an out-of-memory error worded like
-//! PyTorch's.
+//! The allocator playground (lesson 7): one student's [`Allocator`] — the model of
+//! PyTorch's caching allocator — with real memory behind each of its segments: device
+//! memory from `cuMemAlloc` on a GPU host (one allocation per segment, or per page of
+//! an expandable segment, so the driver's and NVML's view move with `reserved`), host
+//! memory (pages actually touched) on the CPU backend. The model decides; this file
+//! only supplies and returns the memory and words the errors.
 
 use std::collections::BTreeMap;
 
 use serde::Serialize;
 
+use super::allocator::{
+    AllocConf, Allocator, Chunk, Driver, OutOfMemory, SegmentView, format_size, snapshot,
+};
 use crate::gpu::{DeviceBlock, DeviceMemory, GpuError};
 
-/// Allocation granularity, as in PyTorch's allocator.
-pub const ROUND: u64 = 512;
-const MIB: f64 = 1024.0 * 1024.0;
+/// The most live tensors one playground holds (each is a block the model searches).
+pub const MAX_TENSORS: usize = 256;
 
-/// Real memory behind one block.
+/// Real memory behind one segment or page.
 pub enum Backing {
     /// Host memory whose pages were written, so the OS really committed them.
     Host(Vec<u8>),
@@ -36,6 +34,9 @@ pub enum PoolError {
     /// No such tensor.
     #[error("no tensor named `{0}`")]
     NoSuchTensor(String),
+    /// Too many live tensors.
+    #[error("a playground holds at most {MAX_TENSORS} live tensors: free some first")]
+    TooMany,
     /// Past the student's cap or the class's total, worded like PyTorch's OOM.
     #[error("{0}")]
     OutOfMemory(String),
@@ -47,7 +48,7 @@ pub enum PoolError {
     Driver(#[from] GpuError),
 }
 
-/// Where blocks come from.
+/// Where memory comes from.
 #[derive(Clone)]
 pub enum Source {
     /// The host (CPU backend).
@@ -73,37 +74,64 @@ impl Source {
     }
 }
 
-struct Block {
-    size: u64,
-    _memory: Backing,
+/// The model's [`Driver`] for one change: real memory from `source`, at most `room`
+/// more bytes than the pool held when the change began.
+struct RealMemory<'a> {
+    source: &'a Source,
+    backings: &'a mut BTreeMap<Chunk, (u64, Backing)>,
+    room: u64,
+    error: Option<PoolError>,
+}
+
+impl Driver for RealMemory<'_> {
+    fn map(&mut self, chunk: Chunk, bytes: u64) -> bool {
+        if bytes > self.room {
+            return false;
+        }
+        match self.source.allocate(bytes) {
+            Ok(backing) => {
+                self.room -= bytes;
+                self.backings.insert(chunk, (bytes, backing));
+                true
+            }
+            Err(e) => {
+                self.error = Some(e);
+                false
+            }
+        }
+    }
+
+    fn unmap(&mut self, chunk: Chunk) {
+        if let Some((bytes, _)) = self.backings.remove(&chunk) {
+            self.room = self.room.saturating_add(bytes);
+        }
+    }
 }
 
 /// One student's pool.
 pub struct Pool {
     source: Source,
-    cap: u64,
-    live: BTreeMap<String, Block>,
-    cached: Vec<Block>,
+    allocator: Allocator,
+    backings: BTreeMap<Chunk, (u64, Backing)>,
 }
 
-/// The three numbers the playground draws, plus the tensors.
+/// What the playground draws: the two counters, the tensors and the segments.
 #[derive(Debug, Clone, Serialize, PartialEq, utoipa::ToSchema)]
 pub struct PoolStats {
-    /// Bytes in live tensors' blocks (`torch.cuda.memory_allocated()`).
+    /// Bytes in blocks that hold tensors (`torch.cuda.memory_allocated()`).
     pub allocated_bytes: u64,
-    /// Bytes the pool holds from the driver, live or cached (`memory_reserved()`).
+    /// Bytes of segments held from the device (`memory_reserved()`).
     pub reserved_bytes: u64,
     /// The student's cap on reserved bytes.
     pub cap_bytes: u64,
     /// Live tensors by name with their block sizes.
     pub tensors: BTreeMap<String, u64>,
-    /// Cached (free) block sizes.
+    /// Sizes of the cached (free) blocks, in address order.
     pub cached_blocks: Vec<u64>,
-}
-
-/// Rounds a request up to the allocator's granularity.
-pub fn round(bytes: u64) -> u64 {
-    bytes.max(1).div_ceil(ROUND) * ROUND
+    /// The segments with their blocks, in address order.
+    pub segments: Vec<SegmentView>,
+    /// The allocator's options (`PYTORCH_CUDA_ALLOC_CONF`).
+    pub conf: AllocConf,
 }
 
 impl Pool {
@@ -111,90 +139,118 @@ impl Pool {
     pub fn new(source: Source, cap: u64) -> Self {
         Self {
             source,
-            cap,
-            live: BTreeMap::new(),
-            cached: Vec::new(),
+            allocator: Allocator::new(AllocConf::default(), cap),
+            backings: BTreeMap::new(),
         }
     }
 
-    /// Bytes held from the driver.
+    /// Bytes held from the device.
     pub fn reserved(&self) -> u64 {
-        self.live.values().chain(&self.cached).map(|b| b.size).sum()
+        self.allocator.reserved()
     }
 
-    /// Allocates tensor `name` of `bytes`; `global_room` says how many more bytes all
-    /// playgrounds together may still reserve.
-    pub fn allocate(&mut self, name: &str, bytes: u64, global_room: u64) -> Result<(), PoolError> {
-        if self.live.contains_key(name) {
+    /// Allocates tensor `name` of `bytes`; `room` is how many more bytes this pool may
+    /// take from the class's memory (its cap, the class total, its address's share).
+    pub fn allocate(&mut self, name: &str, bytes: u64, room: u64) -> Result<(), PoolError> {
+        if self.allocator.holds(name) {
             return Err(PoolError::Exists(name.to_string()));
         }
-        let size = round(bytes);
-        let best = self
-            .cached
-            .iter()
-            .enumerate()
-            .filter(|(_, b)| b.size >= size)
-            .min_by_key(|(_, b)| b.size)
-            .map(|(i, _)| i);
-        if let Some(i) = best {
-            let block = self.cached.swap_remove(i);
-            self.live.insert(name.to_string(), block);
-            return Ok(());
+        if self.allocator.tensors().count() >= MAX_TENSORS {
+            return Err(PoolError::TooMany);
         }
-        if self.reserved() + size > self.cap || size > global_room {
-            // PyTorch frees its cached blocks and retries before giving up.
-            self.empty_cache();
+        let mut driver = RealMemory {
+            source: &self.source,
+            backings: &mut self.backings,
+            room,
+            error: None,
+        };
+        let outcome = self.allocator.malloc(name, bytes, &mut driver);
+        let (error, room_left) = (driver.error.take(), driver.room);
+        match (outcome, error) {
+            (Ok(()), _) => Ok(()),
+            (Err(_), Some(error)) => Err(error),
+            (Err(oom), None) => Err(PoolError::OutOfMemory(self.oom_message(&oom, room_left))),
         }
-        if self.reserved() + size > self.cap || size > global_room {
-            let allocated = self.live.values().map(|b| b.size).sum::<u64>();
-            let cached = self.reserved() - allocated;
-            let limit = if size > global_room {
-                "the class's shared playground memory, or your network address's share of it, is used up"
-            } else {
-                "your playground cap"
-            };
-            return Err(PoolError::OutOfMemory(format!(
-                "CUDA out of memory. Tried to allocate {:.2} MiB. Playground capacity {:.2} MiB ({limit}); {:.2} MiB is allocated by your tensors; {:.2} MiB is reserved but unallocated. Free tensors you no longer need (del) or allocate less.",
-                size as f64 / MIB,
-                self.cap as f64 / MIB,
-                allocated as f64 / MIB,
-                cached as f64 / MIB
-            )));
-        }
-        let memory = self.source.allocate(size)?;
-        self.live.insert(
-            name.to_string(),
-            Block {
-                size,
-                _memory: memory,
-            },
-        );
-        Ok(())
     }
 
-    /// Frees tensor `name`: its block stays cached in the pool.
+    /// PyTorch's out-of-memory message with the playground's figures.
+    fn oom_message(&self, oom: &OutOfMemory, room: u64) -> String {
+        let cap = self.allocator.limit();
+        let free = cap.saturating_sub(oom.reserved).min(room);
+        let limit = if oom.reserved + oom.tried <= cap {
+            "the class's shared playground memory, or your network address's share of it, is used up"
+        } else {
+            "your playground cap"
+        };
+        format!(
+            "CUDA out of memory. Tried to allocate {}. The playground has a total capacity of {} of which {} is free ({limit}). Of the allocated memory {} is allocated by PyTorch, and {} is reserved by PyTorch but unallocated. If reserved but unallocated memory is large try setting PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True to avoid fragmentation.",
+            format_size(oom.tried),
+            format_size(cap),
+            format_size(free),
+            format_size(oom.allocated),
+            format_size(oom.reserved - oom.allocated),
+        )
+    }
+
+    /// Frees tensor `name`: its block stays cached in its segment.
     pub fn free(&mut self, name: &str) -> Result<(), PoolError> {
-        let block = self
-            .live
-            .remove(name)
-            .ok_or_else(|| PoolError::NoSuchTensor(name.to_string()))?;
-        self.cached.push(block);
-        Ok(())
+        if self.allocator.free(name) {
+            Ok(())
+        } else {
+            Err(PoolError::NoSuchTensor(name.to_string()))
+        }
     }
 
-    /// Returns every cached block to the driver; live tensors are untouched.
+    /// Runs `f` on the model with a driver that can only give memory back.
+    fn with_driver(&mut self, f: impl FnOnce(&mut Allocator, &mut RealMemory<'_>)) {
+        let mut driver = RealMemory {
+            source: &self.source,
+            backings: &mut self.backings,
+            room: 0,
+            error: None,
+        };
+        f(&mut self.allocator, &mut driver);
+    }
+
+    /// `torch.cuda.empty_cache()`: gives back every entirely free segment (and free
+    /// pages of expandable segments); live tensors' segments stay.
     pub fn empty_cache(&mut self) {
-        self.cached.clear();
+        self.with_driver(|allocator, driver| allocator.empty_cache(driver));
     }
 
-    /// The numbers for the bars.
+    /// Starts over with options `conf`, as a new Python process with
+    /// `PYTORCH_CUDA_ALLOC_CONF` set would: every tensor and segment is dropped.
+    pub fn configure(&mut self, conf: AllocConf) {
+        let cap = self.allocator.limit();
+        self.with_driver(|allocator, driver| allocator.clear(driver));
+        self.allocator = Allocator::new(conf, cap);
+    }
+
+    /// The state and history in `torch.cuda.memory._snapshot()`'s shape.
+    pub fn snapshot(&self) -> serde_json::Value {
+        snapshot::snapshot(&self.allocator)
+    }
+
+    /// The numbers and segments for the view.
     pub fn stats(&self) -> PoolStats {
+        let segments = self.allocator.segment_views();
         PoolStats {
-            allocated_bytes: self.live.values().map(|b| b.size).sum(),
-            reserved_bytes: self.reserved(),
-            cap_bytes: self.cap,
-            tensors: self.live.iter().map(|(k, b)| (k.clone(), b.size)).collect(),
-            cached_blocks: self.cached.iter().map(|b| b.size).collect(),
+            allocated_bytes: self.allocator.allocated(),
+            reserved_bytes: self.allocator.reserved(),
+            cap_bytes: self.allocator.limit(),
+            tensors: self
+                .allocator
+                .tensors()
+                .map(|(name, size, _)| (name.to_string(), size))
+                .collect(),
+            cached_blocks: segments
+                .iter()
+                .flat_map(|s| &s.blocks)
+                .filter(|b| b.tensor.is_none())
+                .map(|b| b.size)
+                .collect(),
+            segments,
+            conf: self.allocator.conf(),
         }
     }
 }
@@ -203,33 +259,39 @@ impl Pool {
 mod tests {
     use super::*;
 
-    const MIB_U: u64 = 1 << 20;
+    const MIB: u64 = 1 << 20;
 
     #[test]
-    fn freeing_caches_and_empty_cache_releases() {
-        let mut pool = Pool::new(Source::Host, 64 * MIB_U);
-        pool.allocate("a", 10 * MIB_U, u64::MAX).unwrap();
+    fn segments_hold_real_memory_and_freeing_keeps_them_cached() {
+        let mut pool = Pool::new(Source::Host, 64 * MIB);
+        pool.allocate("a", 10 * MIB, u64::MAX).unwrap();
         pool.allocate("b", 1000, u64::MAX).unwrap();
         let s = pool.stats();
-        assert_eq!(s.allocated_bytes, 10 * MIB_U + 1024);
-        assert_eq!(s.reserved_bytes, s.allocated_bytes);
-        pool.free("a").unwrap();
-        let s = pool.stats();
+        assert_eq!(s.allocated_bytes, 10 * MIB + 1024);
         assert_eq!(
-            (s.allocated_bytes, s.reserved_bytes),
-            (1024, 10 * MIB_U + 1024),
-            "freed memory stays reserved"
+            s.reserved_bytes,
+            12 * MIB,
+            "a 10 MiB segment and a 2 MiB small one"
         );
-        pool.allocate("c", 4 * MIB_U, u64::MAX).unwrap();
+        let held: u64 = pool.backings.values().map(|(b, _)| b).sum();
+        assert_eq!(held, s.reserved_bytes, "each segment is real memory");
+        pool.free("a").unwrap();
         assert_eq!(
             pool.stats().reserved_bytes,
-            10 * MIB_U + 1024,
-            "the cached block is reused, not a new one"
+            12 * MIB,
+            "freed memory stays reserved"
         );
-        assert_eq!(pool.stats().tensors["c"], 10 * MIB_U);
+        pool.allocate("c", 4 * MIB, u64::MAX).unwrap();
+        let s = pool.stats();
+        assert_eq!(
+            (s.tensors["c"], s.reserved_bytes),
+            (4 * MIB, 12 * MIB),
+            "the cached 10 MiB block is reused and split, no new segment"
+        );
         pool.free("c").unwrap();
         pool.empty_cache();
-        assert_eq!(pool.stats().reserved_bytes, 1024);
+        assert_eq!(pool.stats().reserved_bytes, 2 * MIB);
+        assert_eq!(pool.backings.len(), 1);
         assert!(pool.free("nope").is_err());
         assert!(
             pool.allocate("b", 1, u64::MAX)
@@ -240,35 +302,40 @@ mod tests {
     }
 
     #[test]
-    fn passing_the_cap_releases_cache_then_fails_like_pytorch() {
-        let mut pool = Pool::new(Source::Host, 8 * MIB_U);
-        pool.allocate("x", 3 * MIB_U, u64::MAX).unwrap();
-        pool.free("x").unwrap();
-        pool.allocate("y", 6 * MIB_U, u64::MAX)
-            .expect("the cached 3 MiB is released to make room");
-        assert_eq!(pool.stats().reserved_bytes, 6 * MIB_U);
+    fn past_the_cap_it_releases_cache_then_fails_with_pytorchs_message() {
+        let mut pool = Pool::new(Source::Host, 40 * MIB);
+        pool.allocate("x", 4 * MIB, u64::MAX).unwrap();
         let err = pool
-            .allocate("z", 4 * MIB_U, u64::MAX)
+            .allocate("z", 24 * MIB, u64::MAX)
             .unwrap_err()
             .to_string();
-        assert!(
-            err.starts_with("CUDA out of memory. Tried to allocate 4.00 MiB."),
-            "{err}"
+        assert_eq!(
+            err,
+            "CUDA out of memory. Tried to allocate 24.00 MiB. The playground has a total capacity of 40.00 MiB of which 20.00 MiB is free (your playground cap). Of the allocated memory 4.00 MiB is allocated by PyTorch, and 16.00 MiB is reserved by PyTorch but unallocated. If reserved but unallocated memory is large try setting PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True to avoid fragmentation."
         );
-        assert!(err.contains("6.00 MiB is allocated"), "{err}");
-        assert!(
-            pool.allocate("w", MIB_U, 1000)
-                .unwrap_err()
-                .to_string()
-                .contains("shared")
-        );
+        let shared = pool.allocate("w", 17 * MIB, MIB).unwrap_err().to_string();
+        assert!(shared.contains("shared"), "{shared}");
     }
 
     #[test]
-    fn sizes_round_to_512() {
-        assert_eq!(
-            (round(0), round(1), round(512), round(513)),
-            (512, 512, 512, 1024)
-        );
+    fn configure_starts_over_with_the_options() {
+        let mut pool = Pool::new(Source::Host, 64 * MIB);
+        pool.allocate("x", 4 * MIB, u64::MAX).unwrap();
+        let conf = AllocConf {
+            expandable_segments: true,
+            max_split_size_mb: None,
+        };
+        pool.configure(conf);
+        assert_eq!((pool.reserved(), pool.backings.len()), (0, 0));
+        pool.allocate("a", MIB, u64::MAX).unwrap();
+        assert_eq!(pool.stats().conf, conf);
+        assert!(pool.stats().segments[0].is_expandable);
+        for i in 0..MAX_TENSORS - 1 {
+            pool.allocate(&format!("t{i}"), 512, u64::MAX).unwrap();
+        }
+        assert!(matches!(
+            pool.allocate("one_more", 512, u64::MAX),
+            Err(PoolError::TooMany)
+        ));
     }
 }

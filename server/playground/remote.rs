@@ -16,6 +16,7 @@ use std::time::{Duration, Instant};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use super::allocator::AllocConf;
 use super::{Playgrounds, snapshot};
 use crate::db::{Db, DbError, Tx};
 use crate::engine::shared_queue::NOW;
@@ -51,6 +52,13 @@ pub enum Call {
     EmptyCache,
     /// Drop everything.
     Reset,
+    /// Start over with these allocator options (`PYTORCH_CUDA_ALLOC_CONF`).
+    Configure {
+        /// The options.
+        conf: AllocConf,
+    },
+    /// The playground's state and history in `torch.cuda.memory._snapshot()`'s shape.
+    Snapshot,
     /// The device's memory snapshot.
     Memory,
 }
@@ -270,6 +278,17 @@ pub fn answer(playgrounds: &Playgrounds, student: &str, call: Call) -> Reply {
         Call::Reset => Reply {
             error: None,
             body: json(playgrounds.reset(student)),
+        },
+        Call::Configure { conf } => {
+            let ((), view) = playgrounds.with(student, None, |pool, _| pool.configure(conf));
+            Reply {
+                error: None,
+                body: json(view),
+            }
+        }
+        Call::Snapshot => Reply {
+            error: None,
+            body: playgrounds.snapshot_of(student),
         },
         Call::Memory => Reply {
             error: None,

@@ -53,7 +53,9 @@ fn api() -> OpenApiRouter<AppState> {
         .routes(routes!(playground::allocate))
         .routes(routes!(playground::free))
         .routes(routes!(playground::empty_cache))
-        .routes(routes!(playground::reset));
+        .routes(routes!(playground::reset))
+        .routes(routes!(playground::configure))
+        .routes(routes!(playground::snapshot));
     for experiment in REGISTRY.iter().copied() {
         student = student.route(
             &format!("/api/experiments/{}", experiment.name()),

@@ -57,7 +57,11 @@ pub fn malformed_bodies() -> Vec<Vec<u8>> {
 async fn malformed_json_is_a_400_with_a_json_message_on_the_playground_and_quizzes() {
     let app = spawn().await;
     let bodies = malformed_bodies();
-    for path in ["/api/playground/tensors", "/api/quizzes/why-gpus/attempts"] {
+    for path in [
+        "/api/playground/tensors",
+        "/api/playground/config",
+        "/api/quizzes/why-gpus/attempts",
+    ] {
         for body in &bodies {
             let response = post_as(&app, path, "application/json", body.clone()).await;
             let context = format!(

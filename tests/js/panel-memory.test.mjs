@@ -68,12 +68,30 @@ test('each allocator action is explained from the pool before and after', async 
   const view = (allocated, reserved, tensors) => ({ pool: { allocated_bytes: allocated, reserved_bytes: reserved, cap_bytes: 64 * MIB, tensors, cached_blocks: [] } });
   const empty = view(0, 0, {});
   const one = view(16 * MIB, 16 * MIB, { a: 16 * MIB });
-  assert.equal(describeChange('allocate', empty, one, 'a'), 'Allocated a (16 MiB): the pool asked the driver for a new block, so reserved is now 16 MiB.');
+  assert.equal(describeChange('allocate', empty, one, 'a'), 'Allocated a (16 MiB): no free block fitted, so the allocator asked the driver for a new segment (or pages) and reserved is now 16 MiB.');
   const freed = view(0, 16 * MIB, {});
-  assert.equal(describeChange('free', one, freed, 'a'), 'del a: allocated dropped to 0 B but reserved stayed at 16 MiB. The block stays cached in the pool for reuse.');
+  assert.equal(describeChange('free', one, freed, 'a'), 'del a: allocated dropped to 0 B but reserved stayed at 16 MiB. The block stays in its segment, free for reuse: 16 MiB is now reserved but unallocated.');
   const reused = view(8 * MIB, 16 * MIB, { b: 16 * MIB });
-  assert.match(describeChange('allocate', freed, reused, 'b'), /from a cached block: reserved stayed at 16 MiB/);
-  assert.match(describeChange('empty-cache', freed, empty, ''), /returned 16 MiB of cached blocks/);
+  assert.match(describeChange('allocate', freed, reused, 'b'), /from a free block in an existing segment: reserved stayed at 16 MiB/);
+  assert.match(describeChange('empty-cache', freed, empty, ''), /returned 16 MiB of entirely free segments/);
   assert.match(describeChange('empty-cache', one, one, ''), /nothing to release/);
   assert.match(describeChange('reset', one, empty, ''), /reset/);
+});
+
+test('a segment is drawn as its blocks, in proportion, and described in words', async () => {
+  const { segmentBlocks, segmentSummary, unallocatedBytes } = await import('../../web/static/js/logic/panel-memory.js');
+  const segment = {
+    address: 1, total_size: 20 * MIB, segment_type: 'large', is_expandable: false,
+    blocks: [
+      { address: 1, size: 4 * MIB, state: 'allocated', tensor: 'w', requested_size: 4 * MIB },
+      { address: 2, size: 16 * MIB, state: 'free', tensor: null, requested_size: 0 },
+    ],
+  };
+  const { blocks, split } = segmentBlocks(segment);
+  assert.equal(split, true);
+  assert.deepEqual(blocks.map((b) => [b.label, b.pct, b.allocated]), [['w', 20, true], ['free', 80, false]]);
+  assert.equal(segmentSummary(segment, 0), 'Segment 1 (large pool, 20 MiB): w 4 MiB, free 16 MiB');
+  const whole = segmentBlocks({ ...segment, blocks: [segment.blocks[0]], total_size: 4 * MIB });
+  assert.equal(whole.split, false);
+  assert.equal(unallocatedBytes({ pool: { reserved_bytes: 22 * MIB, allocated_bytes: 9 * MIB } }), 13 * MIB);
 });

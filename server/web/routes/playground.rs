@@ -1,9 +1,12 @@
 //! The allocator playground and memory snapshot (lesson 7). Each student (by cookie)
 //! has a capped pool of real memory; these handlers allocate and free named tensors,
-//! empty the cache and reset, answering with the three bars' numbers every time.
+//! empty the cache, reset, switch the allocator's options and download the memory_viz
+//! snapshot, answering with the counters and segments every time.
 
 use axum::Json;
 use axum::body::Bytes;
+use axum::http::header;
+use axum::response::IntoResponse;
 use std::net::SocketAddr;
 
 use axum::extract::{ConnectInfo, Extension, Path, RawQuery, State};
@@ -11,6 +14,7 @@ use serde::Deserialize;
 
 use serde_json::Value;
 
+use crate::playground::allocator::AllocConf;
 use crate::playground::remote::{self, Call, RemoteError, Reply};
 use crate::playground::{PlaygroundView, Snapshot};
 use crate::web::error::{ApiError, AppError, ErrorBody};
@@ -132,7 +136,7 @@ pub async fn allocate(
 #[utoipa::path(delete, path = "/api/playground/tensors/{name}", tag = "playground",
     params(
         ("name" = String, Path, description = "The tensor's name"),
-        ("predict" = Option<f64>, Query, description = "The learner's prediction of `reserved` after the free, in MiB: the answer then carries `measured` and `prediction` (the score), and the prediction is stored"),
+        ("predict" = Option<f64>, Query, description = "The learner's prediction of reserved-but-unallocated memory after the free, in MiB: the answer then carries `measured` and `prediction` (the score), and the prediction is stored"),
     ),
     responses(
         (status = 200, description = "OK", body = PlaygroundView),
@@ -150,11 +154,12 @@ pub async fn free(
     let reply = run_call(&state, &student.0, Call::Free { name: name.clone() }).await?;
     let mut body = changed(reply)?;
     let reserved = body["pool"]["reserved_bytes"].as_f64().unwrap_or(0.0);
-    // Predicted before the `del`: scored against what `reserved` shows after it, and
+    let allocated = body["pool"]["allocated_bytes"].as_f64().unwrap_or(0.0);
+    // Predicted before the `del`: scored against reserved minus allocated after it, and
     // stored before the answer (a 2xx means it is on record).
     if let (Some(predicted), Some(fields)) = (predicted, body.as_object_mut()) {
         let quantity = &crate::experiments::prediction::PLAYGROUND.quantity;
-        let measured = reserved / (1024.0 * 1024.0);
+        let measured = (reserved - allocated) / (1024.0 * 1024.0);
         let score = crate::experiments::prediction::score(predicted, measured, quantity.scale);
         let row = crate::db::predictions::PredictionRow {
             student_id: student.0.clone(),
@@ -201,4 +206,77 @@ pub async fn reset(
     Extension(student): Extension<StudentId>,
 ) -> Result<Json<Value>, ApiError> {
     Ok(Json(run_call(&state, &student.0, Call::Reset).await?.body))
+}
+
+/// The allocator's options, as `PYTORCH_CUDA_ALLOC_CONF` sets them.
+#[derive(Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ConfRequest {
+    /// `expandable_segments:True`.
+    #[serde(default)]
+    expandable_segments: bool,
+    /// `max_split_size_mb:N`: more than 20 (PyTorch's minimum), at most 1048576; null
+    /// for no limit.
+    #[serde(default)]
+    max_split_size_mb: Option<u64>,
+}
+
+/// Start the playground over with other allocator options, as a new Python process
+/// with `PYTORCH_CUDA_ALLOC_CONF` set would (every tensor is dropped).
+#[utoipa::path(post, path = "/api/playground/config", tag = "playground",
+    request_body = ConfRequest,
+    responses(
+        (status = 200, description = "OK: the fresh playground", body = PlaygroundView),
+        (status = 400, description = "Not JSON of that shape", body = ErrorBody),
+        (status = 422, description = "max_split_size_mb not more than 20 or past 1048576", body = ErrorBody),
+    ))]
+pub async fn configure(
+    State(state): State<AppState>,
+    Extension(student): Extension<StudentId>,
+    body: Bytes,
+) -> Result<Json<Value>, ApiError> {
+    let request: ConfRequest = crate::web::extract::json(
+        &body,
+        r#"{"expandable_segments": true, "max_split_size_mb": null}"#,
+    )?;
+    if let Some(mb) = request.max_split_size_mb
+        && !(21..=1 << 20).contains(&mb)
+    {
+        return Err(AppError::Invalid(
+            "max_split_size_mb must be more than 20 (PyTorch refuses smaller values) and at most 1048576, or null"
+                .into(),
+        )
+        .into());
+    }
+    let conf = AllocConf {
+        expandable_segments: request.expandable_segments,
+        max_split_size_mb: request.max_split_size_mb,
+    };
+    Ok(Json(
+        run_call(&state, &student.0, Call::Configure { conf })
+            .await?
+            .body,
+    ))
+}
+
+/// This student's playground as a memory snapshot: the pickle that
+/// `torch.cuda.memory._dump_snapshot()` writes, which pytorch.org/memory_viz opens.
+#[utoipa::path(get, path = "/api/playground/snapshot", tag = "playground",
+    responses((status = 200, description = "A pickled snapshot (segments, blocks, device_traces)", content_type = "application/octet-stream")))]
+pub async fn snapshot(
+    State(state): State<AppState>,
+    Extension(student): Extension<StudentId>,
+) -> Result<impl IntoResponse, ApiError> {
+    let reply = run_call(&state, &student.0, Call::Snapshot).await?;
+    let pickle = crate::playground::allocator::snapshot::to_pickle(&reply.body);
+    Ok((
+        [
+            (header::CONTENT_TYPE, "application/octet-stream"),
+            (
+                header::CONTENT_DISPOSITION,
+                "attachment; filename=\"allocator_playground_snapshot.pickle\"",
+            ),
+        ],
+        pickle,
+    ))
 }

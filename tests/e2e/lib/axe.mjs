@@ -66,7 +66,7 @@ export async function checkAccessibility(ctx) {
 
 /**
  * Brings out controls that only exist after use, so axe sees them: a live tensor in the
- * allocator playground (each gets a "del" button). Each scheme's context is a new
+ * allocator playground (each gets a "del" button) and the segment it sits in. Each scheme's context is a new
  * student, so the playground starts empty every time.
  */
 async function useControls(page) {
@@ -74,6 +74,8 @@ async function useControls(page) {
   if ((await playground.count()) === 0) return;
   await playground.getByRole('button', { name: /^Allocate$/ }).click();
   await playground.locator('.exp-tensors button').first().waitFor({ state: 'visible', timeout: 15_000 });
+  // The segment view (a bar per segment, its blocks inside) exists only with memory held.
+  await playground.locator('.exp-segments .exp-segment').first().waitFor({ state: 'visible', timeout: 15_000 });
 }
 
 /** Throws a readable list of serious/critical violations; else a note of the minor ones. */

@@ -1,9 +1,11 @@
-// Live experiment "allocator-playground" (lesson 7): a capped caching-allocator pool of
-// real memory per student. Allocate named tensors (POST /api/playground/tensors), free
-// them (DELETE /api/playground/tensors/{name}), empty the cache and reset, and watch
-// three bars: allocated (live tensors), reserved (the pool, cached blocks hatched) and the
-// system's view (driver or process memory, as the change since the page opened). Each
-// action is explained in one sentence; past the cap the server's PyTorch-worded
+// Live experiment "allocator-playground" (lesson 7): a capped pool of real memory per
+// student, run by the server's model of PyTorch's caching allocator. Allocate named
+// tensors (POST /api/playground/tensors), free them (DELETE /api/playground/tensors/{name}),
+// empty the cache and reset, switch PYTORCH_CUDA_ALLOC_CONF's options (POST
+// /api/playground/config) and download a memory_viz snapshot (GET
+// /api/playground/snapshot). Three bars show allocated, reserved and the system's view;
+// below them each segment is a bar with its blocks inside (allocated, free, split), so
+// reserved-but-unallocated memory is visible. Past the cap the server's PyTorch-worded
 // out-of-memory error is shown as PyTorch would print it.
 
 import {
@@ -11,7 +13,9 @@ import {
 } from './panel.js';
 import { stackedBars } from './panel-bars.js';
 import { inputFor, revealView } from './panel-predict.js';
-import { playgroundBars, oomProbeMib, nextTensorName, describeChange } from '../logic/panel-memory.js';
+import {
+  playgroundBars, oomProbeMib, nextTensorName, describeChange, segmentBlocks, segmentSummary, unallocatedBytes,
+} from '../logic/panel-memory.js';
 import { formatBytes, formatSig } from '../logic/panel-format.js';
 
 const MIB = 1024 * 1024;
@@ -29,13 +33,41 @@ function numbersTable(view) {
   const rows = [
     ['Allocated (live tensors)', formatBytes(pool.allocated_bytes)],
     ['Reserved (pool)', formatBytes(pool.reserved_bytes)],
-    ['Cached, free for reuse', formatBytes(pool.reserved_bytes - pool.allocated_bytes)],
+    ['Reserved but unallocated (cached, free for reuse)', formatBytes(unallocatedBytes(view))],
+    ['Segments', String((pool.segments || []).length)],
     ['Your cap', formatBytes(pool.cap_bytes)],
     ...Object.entries(pool.tensors).map(([name, bytes]) => [`Tensor ${name}`, formatBytes(bytes)]),
-    ...pool.cached_blocks.map((bytes, i) => [`Cached block ${i + 1}`, formatBytes(bytes)]),
+    ...pool.cached_blocks.map((bytes, i) => [`Free block ${i + 1}`, formatBytes(bytes)]),
   ];
   if (Number.isFinite(view.system_used_bytes)) rows.push([`System view (${view.system_view})`, formatBytes(view.system_used_bytes)]);
   return dataTable({ caption: 'The pool in numbers', columns: [{ label: 'What' }, { label: 'Bytes', numeric: true }], rows });
+}
+
+/** Each segment as a bar with its blocks inside, and its blocks in words beside it. */
+function segmentsView(view) {
+  const segments = view.pool.segments || [];
+  if (!segments.length) return [el('p', { class: 'exp-hint' }, 'No segments: the allocator holds no memory.')];
+  // Bars share one scale, the largest segment, so sizes compare across segments.
+  const largest = Math.max(...segments.map((s) => s.total_size));
+  return segments.map((segment, i) => {
+    const { blocks, split } = segmentBlocks(segment);
+    const summary = segmentSummary(segment, i);
+    // The caption says in words what the bar draws, so the bar itself is decoration.
+    // Widths through the CSSOM: the page's CSP forbids inline style attributes.
+    const track = el('div', { class: 'exp-track exp-segment-track', 'aria-hidden': 'true' },
+      ...blocks.map((b) => {
+        const block = el('span', {
+          class: `exp-block ${b.allocated ? `exp-fill-${b.tone}` : 'exp-block-free'}`,
+          title: `${b.label}: ${formatBytes(b.bytes)}`,
+        });
+        block.style.flexBasis = `${b.pct}%`;
+        return block;
+      }));
+    track.style.width = `${Math.max(8, (segment.total_size / largest) * 100)}%`;
+    return el('li', { class: 'exp-segment' },
+      el('span', { class: 'exp-segment-caption' }, `${summary}${split ? ' (split)' : ''}`),
+      track);
+  });
 }
 
 export async function mount(figure) {
@@ -57,6 +89,18 @@ export async function mount(figure) {
   const emptyButton = el('button', { type: 'button', class: 'exp-button-secondary' }, 'torch.cuda.empty_cache()');
   const resetButton = el('button', { type: 'button', class: 'exp-button-secondary' }, 'Reset the playground');
   const tensorList = el('ul', { class: 'exp-tensors', 'aria-label': 'Live tensors' });
+  const segmentList = el('ul', { class: 'exp-segments', 'aria-label': 'Segments and their blocks' });
+  const expandableInput = el('input', { name: 'expandable_segments', type: 'checkbox' });
+  const splitInput = el('input', { name: 'max_split_size_mb', type: 'number', min: '21', step: '1', placeholder: 'unset' });
+  const applyConf = el('button', { type: 'submit', class: 'exp-button-secondary' }, 'Apply and restart the playground');
+  const expandableId = uniqueId('expandable');
+  expandableInput.id = expandableId;
+  const confForm = el('form', { class: 'exp-controls exp-conf' },
+    el('div', { class: 'exp-field' }, el('label', { for: expandableId }, expandableInput, ' expandable_segments:True')),
+    field('max_split_size_mb', splitInput, 'more than 20, or empty for unset'),
+    el('div', { class: 'exp-actions' }, applyConf));
+  const snapshotLink = el('a', { class: 'button exp-button-secondary', href: '/api/playground/snapshot', download: 'allocator_playground_snapshot.pickle' }, 'Download snapshot (memory_viz)');
+  const backendNote = el('p', { class: 'exp-hint' });
   // Predict, then measure: before a `del`, what `reserved` will show after it.
   const question = info && info.panel_predictions ? info.panel_predictions.playground : null;
   const predictId = uniqueId('predict');
@@ -67,8 +111,10 @@ export async function mount(figure) {
     el('label', { for: predictId, class: 'exp-predict-question' }, ...richText(question.question)),
     prediction.element,
     el('span', { class: 'exp-hint', id: `${predictId}-hint` }, 'Type your prediction, then press a del button below; the reveal shows how far off it was. Leave it empty to just free.')) : null;
-  root.append(form, el('div', { class: 'exp-toolbar' }, emptyButton, oomButton, resetButton),
-    status.element, oomBox, step, el('h3', { class: 'exp-subhead' }, 'Live tensors'), tensorList, reveal, results);
+  root.append(form, el('div', { class: 'exp-toolbar' }, emptyButton, oomButton, resetButton, snapshotLink),
+    status.element, oomBox, step, el('h3', { class: 'exp-subhead' }, 'Live tensors'), tensorList, reveal,
+    el('h3', { class: 'exp-subhead' }, 'Segments'), backendNote, segmentList, results,
+    el('h3', { class: 'exp-subhead' }, 'Allocator options (PYTORCH_CUDA_ALLOC_CONF)'), confForm);
 
   let view = null;
   let baseline = null;
@@ -95,6 +141,11 @@ export async function mount(figure) {
         return el('li', {}, el('code', {}, name), el('span', {}, formatBytes(pool.tensors[name])), free);
       })
       : [el('li', { class: 'exp-hint' }, 'None yet: allocate one above.')]));
+    segmentList.replaceChildren(...segmentsView(view));
+    const conf = pool.conf || {};
+    expandableInput.checked = Boolean(conf.expandable_segments);
+    splitInput.value = conf.max_split_size_mb ? String(conf.max_split_size_mb) : '';
+    backendNote.textContent = `Each segment is ${device && device.kind === 'cuda' ? 'a real device allocation of its size on this GPU, so the driver sees what reserved says' : 'host memory of its size (this server has no GPU in use; the same allocator model runs over host memory)'}. Options now: ${[conf.expandable_segments ? 'expandable_segments:True' : '', conf.max_split_size_mb ? `max_split_size_mb:${conf.max_split_size_mb}` : ''].filter(Boolean).join(',') || 'the defaults'}.`;
     const bars = playgroundBars(view, baseline);
     const summary = `Stacked bars on the scale of your ${formatBytes(pool.cap_bytes)} cap: allocated ${formatBytes(pool.allocated_bytes)}, reserved ${formatBytes(pool.reserved_bytes)}${bars[2] ? `, system view changed by ${formatBytes(bars[2].delta)} since the page opened` : ''}. The table below lists the numbers.`;
     showResults(results,
@@ -159,6 +210,14 @@ export async function mount(figure) {
     act('allocate', 'POST', '/api/playground/tensors', { name, mib: oomProbeMib(view) }, name);
   });
   emptyButton.addEventListener('click', () => act('empty-cache', 'POST', '/api/playground/empty-cache', {}));
+  confForm.addEventListener('submit', (event) => {
+    event.preventDefault();
+    const split = splitInput.value.trim();
+    act('reset', 'POST', '/api/playground/config', {
+      expandable_segments: expandableInput.checked,
+      max_split_size_mb: split === '' ? null : Number(split),
+    });
+  });
   resetButton.addEventListener('click', () => act('reset', 'POST', '/api/playground/reset', {}));
   await act('load', 'GET', '/api/playground');
 }

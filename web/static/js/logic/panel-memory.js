@@ -144,20 +144,50 @@ export function describeChange(action, before, after, name) {
       const size = formatBytes(a.tensors[name] ?? a.allocated_bytes - b.allocated_bytes);
       const reused = a.reserved_bytes === b.reserved_bytes;
       return reused
-        ? `Allocated ${name} (${size}) from a cached block: ${reserved}, nothing new was asked of the driver.`
-        : `Allocated ${name} (${size}): the pool asked the driver for a new block, so ${reserved}.`;
+        ? `Allocated ${name} (${size}) from a free block in an existing segment: ${reserved}, nothing new was asked of the driver.`
+        : `Allocated ${name} (${size}): no free block fitted, so the allocator asked the driver for a new segment (or pages) and ${reserved}.`;
     }
     case 'free':
-      return `del ${name}: allocated dropped to ${formatBytes(a.allocated_bytes)} but ${reserved}. The block stays cached in the pool for reuse.`;
+      return `del ${name}: allocated dropped to ${formatBytes(a.allocated_bytes)} but ${reserved}. The block stays in its segment, free for reuse: ${formatBytes(unallocatedBytes(after))} is now reserved but unallocated.`;
     case 'empty-cache': {
       const released = b.reserved_bytes - a.reserved_bytes;
       return released > 0
-        ? `empty_cache() returned ${formatBytes(released)} of cached blocks to the driver: ${reserved}; live tensors were not touched.`
-        : 'empty_cache() had nothing to release: every reserved block holds a live tensor.';
+        ? `empty_cache() returned ${formatBytes(released)} of entirely free segments to the driver: ${reserved}; segments that hold a live tensor stay.`
+        : 'empty_cache() had nothing to release: every segment holds a live tensor.';
     }
     case 'reset':
-      return 'The playground was reset: every tensor and cached block is gone.';
+      return `The playground was reset: every tensor and segment is gone${a.conf && (a.conf.expandable_segments || a.conf.max_split_size_mb) ? ' and the new allocator options are in force' : ''}.`;
     default:
       return '';
   }
+}
+
+/**
+ * One segment of the allocator playground (/api/playground pool.segments[i]) as the
+ * blocks to draw inside its bar: each with its share of the segment in percent, a
+ * label (the tensor's name, or "free") and whether it is allocated. `split` says the
+ * segment holds more than one block, i.e. the allocator split it.
+ */
+export function segmentBlocks(segment) {
+  const total = segment.total_size;
+  const blocks = segment.blocks.map((b, i) => ({
+    label: b.state === 'allocated' ? b.tensor : 'free',
+    allocated: b.state === 'allocated',
+    bytes: b.size,
+    pct: total > 0 ? (b.size / total) * 100 : 0,
+    tone: b.state === 'allocated' ? TENSOR_TONES[i % TENSOR_TONES.length] : 'free',
+  }));
+  return { blocks, split: blocks.length > 1 };
+}
+
+/** A segment in words: "Segment 1 (large pool, 20 MiB): w 4 MiB, free 16 MiB". */
+export function segmentSummary(segment, index) {
+  const kind = `${segment.segment_type} pool${segment.is_expandable ? ', expandable' : ''}`;
+  const parts = segmentBlocks(segment).blocks.map((b) => `${b.label} ${formatBytes(b.bytes)}`);
+  return `Segment ${index + 1} (${kind}, ${formatBytes(segment.total_size)}): ${parts.join(', ')}`;
+}
+
+/** Reserved but unallocated bytes: free space inside the segments (fragmentation). */
+export function unallocatedBytes(view) {
+  return Math.max(0, view.pool.reserved_bytes - view.pool.allocated_bytes);
 }
