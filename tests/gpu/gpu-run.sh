@@ -14,7 +14,8 @@
 #   logs.tar.gz        every step's log and the raw probe results
 # Order: environment first; the cold-sensitive probes (timing trap, streams) before
 # anything warms the GPU; doctor, backend, selftest, the injected-failure fallback; our
-# benches and PyTorch's; the GPU tests; the same probes again, warm; then the verdict.
+# benches and PyTorch's; the allocator playground's model against PyTorch's caching
+# allocator; the GPU tests; the same probes again, warm; then the verdict.
 # summary.txt, verdict.json and logs.tar.gz are rewritten after every step, so a run cut
 # short still says how far it got.
 #
@@ -165,6 +166,16 @@ quick_bench() { # the compared experiments at small sizes, in bench all's docume
 bench() {
   if ((QUICK)); then quick_bench >"$OUT_DIR/ours.json"; else "$GPULAB" bench all --json >"$OUT_DIR/ours.json"; fi
 }
+allocator() { # the playground's allocator model against PyTorch's, sequence by sequence
+  "$GPULAB" allocator-model "$HERE/allocator_sequences.json" >"$WORK/logs/allocator-model.json" || return 1
+  echo "the model's figures: logs/allocator-model.json"
+  if ((CPU_ONLY)); then
+    echo "--cpu: PyTorch's caching allocator figures exist only on a GPU; the model alone ran"
+    return 0
+  fi
+  "$PYTHON" "$HERE/ref_allocator.py" "$HERE/allocator_sequences.json" --out "$WORK/logs/allocator-torch.json" \
+    --compare "$WORK/logs/allocator-model.json"
+}
 record_run() { # ours.json as a recorded reference run (a --cpu run: a fixture, never a GPU's)
   local dir="$WORK/recorded" fixture=()
   ((CPU_ONLY)) && fixture=(--fixture)
@@ -172,7 +183,7 @@ record_run() { # ours.json as a recorded reference run (a --cpu run: a fixture, 
   "$GPULAB" reference import "$OUT_DIR/ours.json" --content "$dir" "${fixture[@]}" || return 1
   mv "$dir"/reference-runs/recorded-*.json "$OUT_DIR/recorded-run.json"
 }
-export -f probes require_backend injected_fallback gpu_tests packed_binary quick_bench bench record_run
+export -f probes require_backend injected_fallback gpu_tests packed_binary quick_bench bench allocator record_run
 
 echo "gpu-run.sh: $(uname -n), out: $OUT_DIR, mode: $MODE$( ((QUICK)) && echo ', --quick'), budget ${BUDGET}s"
 "$GPULAB" --version
@@ -194,6 +205,7 @@ else
   skip reference "our bench run failed, so there is nothing to compare"
   skip recorded-run "our bench run failed, so there is nothing to record"
 fi
+step allocator 90 bash -c allocator
 step packed-binary 60 bash -c packed_binary
 step gpu-tests 240 bash -c gpu_tests
 step warm-probes 90 bash -c 'probes warm'

@@ -41,9 +41,9 @@ MIB = 1 << 20
 # Steps a run needs, per mode; an optional one that is missing does not fail the run.
 REQUIRED = {
     "gpu": ["environment", "cold-probes", "doctor", "backend", "selftest", "injected-fallback",
-            "bench", "reference", "recorded-run", "packed-binary", "gpu-tests", "warm-probes"],
+            "bench", "reference", "recorded-run", "allocator", "packed-binary", "gpu-tests", "warm-probes"],
     "cpu": ["environment", "cold-probes", "doctor", "backend", "selftest", "bench", "reference",
-            "recorded-run", "packed-binary", "gpu-tests", "warm-probes"],
+            "recorded-run", "allocator", "packed-binary", "gpu-tests", "warm-probes"],
 }
 # Steps that are allowed to be skipped in a mode (with the runner's reason).
 SKIPPABLE = {"gpu": set(), "cpu": {"injected-fallback"}}
