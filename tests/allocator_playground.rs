@@ -86,7 +86,7 @@ async fn the_options_switch_like_pytorch_cuda_alloc_conf_and_bad_ones_are_refuse
     let url = |p: &str| format!("{}{p}", app.base);
     for (body, status) in [
         (
-            json!({"max_split_size_mb": 20}),
+            json!({"max_split_size_mb": 19}),
             StatusCode::UNPROCESSABLE_ENTITY,
         ),
         (
@@ -110,6 +110,14 @@ async fn the_options_switch_like_pytorch_cuda_alloc_conf_and_bad_ones_are_refuse
             .unwrap();
         assert_eq!(response.status(), status, "{body}");
     }
+    // PyTorch 2.12 and later take 20 itself (`>= 20` in c10/core/AllocatorConfig.cpp).
+    let v = send_json(
+        student
+            .post(url("/api/playground/config"))
+            .json(&json!({"max_split_size_mb": 20})),
+    )
+    .await;
+    assert_eq!(v["pool"]["conf"]["max_split_size_mb"], 20, "{v}");
     let v = send_json(
         student
             .post(url("/api/playground/config"))

@@ -318,6 +318,19 @@ mod tests {
     }
 
     #[test]
+    fn the_message_names_the_segment_pytorch_would_have_asked_for() {
+        let mut pool = Pool::new(Source::Host, 16 * MIB);
+        let err = pool
+            .allocate("t", 4 * MIB, u64::MAX)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.starts_with("CUDA out of memory. Tried to allocate 20.00 MiB. "),
+            "a 4 MiB tensor asks for a 20 MiB segment: {err}"
+        );
+    }
+
+    #[test]
     fn configure_starts_over_with_the_options() {
         let mut pool = Pool::new(Source::Host, 64 * MIB);
         pool.allocate("x", 4 * MIB, u64::MAX).unwrap();

@@ -67,8 +67,10 @@ pub struct AllocConf {
     /// `expandable_segments:True`: one growing segment per pool instead of many.
     #[serde(default)]
     pub expandable_segments: bool,
-    /// `max_split_size_mb:N`: blocks of N MiB or more are never split (more than 20,
-    /// per `CUDAAllocatorConfig::parseMaxSplitSize`); unset means no limit.
+    /// `max_split_size_mb:N`: blocks of N MiB or more are never split (at least 20, per
+    /// `parseMaxSplitSize` in `c10/core/AllocatorConfig.cpp` of the 2.12+ releases the
+    /// course targets; 001074d's `CUDAAllocatorConfig` wanted more than 20); unset
+    /// means no limit.
     #[serde(default)]
     pub max_split_size_mb: Option<u64>,
 }

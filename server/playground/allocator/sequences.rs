@@ -70,8 +70,8 @@ pub fn parse_conf(text: &str) -> Result<AllocConf, String> {
             Some(("expandable_segments", v)) => conf.expandable_segments = v == "True",
             Some(("max_split_size_mb", v)) => {
                 let mb: u64 = v.parse().map_err(|_| format!("not a number: {option}"))?;
-                if mb <= 20 {
-                    return Err("max_split_size_mb must be more than 20".into());
+                if mb < 20 {
+                    return Err("max_split_size_mb must be at least 20".into());
                 }
                 conf.max_split_size_mb = Some(mb);
             }
@@ -133,7 +133,14 @@ mod tests {
                 .collect();
             assert_eq!(got, sequence.expect, "{}", sequence.name);
         }
-        assert!(parse_conf("max_split_size_mb:20").is_err());
+        assert!(parse_conf("max_split_size_mb:19").is_err());
+        assert_eq!(
+            parse_conf("max_split_size_mb:20")
+                .unwrap()
+                .max_split_size_mb,
+            Some(20),
+            "PyTorch 2.15 accepts 20 (`>= 20` in c10/core/AllocatorConfig.cpp)"
+        );
         assert!(parse_conf("garbage_collection_threshold:0.6").is_err());
     }
 }

@@ -203,6 +203,20 @@ fn empty_cache_releases_only_entirely_free_segments() {
 const FRAGMENT: [&str; 8] = ["a=4", "b=4", "c=4", "d=4", "-a", "-c", "e=6", "f=16"];
 
 #[test]
+fn a_failed_request_reports_the_segment_it_asked_for_not_the_tensor() {
+    // PyTorch's message prints `alloc_size`, `get_allocation_size(round_size(n))`:
+    // a 4 MiB tensor that does not fit "tried to allocate" its 20 MiB segment.
+    let mut a = Allocator::new(AllocConf::default(), 16 * MIB);
+    let mut dev = FakeDevice::new(u64::MAX);
+    let oom = a.malloc("t", 4 * MIB, &mut dev).unwrap_err();
+    assert_eq!(oom.tried, 20 * MIB);
+    let oom = a.malloc("u", 17 * MIB - 1000, &mut dev).unwrap_err();
+    assert_eq!(oom.tried, 18 * MIB, "from 10 MiB on, rounded up to 2 MiB");
+    a.malloc("v", MIB, &mut dev).unwrap();
+    assert_eq!(a.reserved(), 2 * MIB);
+}
+
+#[test]
 fn malloc_releases_cache_and_retries_then_fails_with_pytorchs_figures() {
     let mut a = Allocator::new(AllocConf::default(), 40 * MIB);
     let mut dev = FakeDevice::new(u64::MAX);

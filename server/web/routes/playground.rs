@@ -215,8 +215,8 @@ pub struct ConfRequest {
     /// `expandable_segments:True`.
     #[serde(default)]
     expandable_segments: bool,
-    /// `max_split_size_mb:N`: more than 20 (PyTorch's minimum), at most 1048576; null
-    /// for no limit.
+    /// `max_split_size_mb:N`: at least 20 (PyTorch's minimum since the check moved to
+    /// `c10/core/AllocatorConfig.cpp`), at most 1048576; null for no limit.
     #[serde(default)]
     max_split_size_mb: Option<u64>,
 }
@@ -228,7 +228,7 @@ pub struct ConfRequest {
     responses(
         (status = 200, description = "OK: the fresh playground", body = PlaygroundView),
         (status = 400, description = "Not JSON of that shape", body = ErrorBody),
-        (status = 422, description = "max_split_size_mb not more than 20 or past 1048576", body = ErrorBody),
+        (status = 422, description = "max_split_size_mb under 20 or past 1048576", body = ErrorBody),
     ))]
 pub async fn configure(
     State(state): State<AppState>,
@@ -240,10 +240,10 @@ pub async fn configure(
         r#"{"expandable_segments": true, "max_split_size_mb": null}"#,
     )?;
     if let Some(mb) = request.max_split_size_mb
-        && !(21..=1 << 20).contains(&mb)
+        && !(20..=1 << 20).contains(&mb)
     {
         return Err(AppError::Invalid(
-            "max_split_size_mb must be more than 20 (PyTorch refuses smaller values) and at most 1048576, or null"
+            "max_split_size_mb must be at least 20 (PyTorch refuses smaller values) and at most 1048576, or null"
                 .into(),
         )
         .into());

@@ -91,13 +91,13 @@ export async function mount(figure) {
   const tensorList = el('ul', { class: 'exp-tensors', 'aria-label': 'Live tensors' });
   const segmentList = el('ul', { class: 'exp-segments', 'aria-label': 'Segments and their blocks' });
   const expandableInput = el('input', { name: 'expandable_segments', type: 'checkbox' });
-  const splitInput = el('input', { name: 'max_split_size_mb', type: 'number', min: '21', step: '1', placeholder: 'unset' });
+  const splitInput = el('input', { name: 'max_split_size_mb', type: 'number', min: '20', step: '1', placeholder: 'unset' });
   const applyConf = el('button', { type: 'submit', class: 'exp-button-secondary' }, 'Apply and restart the playground');
   const expandableId = uniqueId('expandable');
   expandableInput.id = expandableId;
   const confForm = el('form', { class: 'exp-controls exp-conf' },
     el('div', { class: 'exp-field' }, el('label', { for: expandableId }, expandableInput, ' expandable_segments:True')),
-    field('max_split_size_mb', splitInput, 'more than 20, or empty for unset'),
+    field('max_split_size_mb', splitInput, '20 or more, or empty for unset'),
     el('div', { class: 'exp-actions' }, applyConf));
   const snapshotLink = el('a', { class: 'button exp-button-secondary', href: '/api/playground/snapshot', download: 'allocator_playground_snapshot.pickle' }, 'Download snapshot (memory_viz)');
   const backendNote = el('p', { class: 'exp-hint' });
