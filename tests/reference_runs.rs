@@ -47,29 +47,46 @@ fn bench_document(kind: &str) -> String {
     .to_string()
 }
 
-#[test]
-fn import_writes_a_recorded_run_that_check_accepts_and_never_overwrites_it() {
-    let content = content_copy();
+/// `gpulab reference import` of a bench document made on `kind` into `content`, with
+/// `extra` flags; asserts it succeeded and returns the file it wrote as `name`.
+fn import_run(
+    content: &tempfile::TempDir,
+    kind: &str,
+    extra: &[&str],
+    name: &str,
+) -> serde_json::Value {
     let bench = content.path().join("bench.json");
-    std::fs::write(&bench, bench_document("cuda")).unwrap();
+    std::fs::write(&bench, bench_document(kind)).unwrap();
     let dir = content.path().to_str().unwrap();
-    let out = gpulab(&[
+    let mut args = vec![
         "reference",
         "import",
         bench.to_str().unwrap(),
         "--content",
         dir,
-    ]);
+    ];
+    args.extend_from_slice(extra);
+    let out = gpulab(&args);
     assert!(
         out.status.success(),
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let written = content
-        .path()
-        .join("reference-runs/recorded-fixture-gpu-1763900000.json");
-    let file: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&written).unwrap()).unwrap();
+    let written = content.path().join("reference-runs").join(name);
+    serde_json::from_str(&std::fs::read_to_string(&written).unwrap()).unwrap()
+}
+
+#[test]
+fn import_writes_a_recorded_run_that_check_accepts_and_never_overwrites_it() {
+    let content = content_copy();
+    let file = import_run(
+        &content,
+        "cuda",
+        &[],
+        "recorded-fixture-gpu-1763900000.json",
+    );
+    let bench = content.path().join("bench.json");
+    let dir = content.path().to_str().unwrap();
     assert_eq!(file["kind"], "recorded");
     assert_eq!(file["recorded"]["device"], "Fixture GPU");
     assert_eq!(file["recorded"]["driver_version"], "1.0");
@@ -203,20 +220,12 @@ async fn the_api_serves_the_published_peaks_with_their_sources() {
 fn a_cpu_run_imports_only_as_a_fixture_and_check_keeps_it_out_of_a_course() {
     let content = content_copy();
     let dir = content.path().to_str().unwrap();
-    let bench = content.path().join("bench.json");
-    std::fs::write(&bench, bench_document("cpu")).unwrap();
-    let path = bench.to_str().unwrap();
-    let out = gpulab(&["reference", "import", path, "--content", dir, "--fixture"]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    let file = import_run(
+        &content,
+        "cpu",
+        &["--fixture"],
+        "recorded-fixture-fixture-gpu-1763900000.json",
     );
-    let written = content
-        .path()
-        .join("reference-runs/recorded-fixture-fixture-gpu-1763900000.json");
-    let file: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&written).unwrap()).unwrap();
     assert_eq!(file["recorded"]["fixture"], true);
     assert!(file["title"].as_str().unwrap().contains("not a GPU"));
     let check = gpulab(&["check", "--content", dir]);
