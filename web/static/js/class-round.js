@@ -8,31 +8,25 @@
 import { el, richText, uniqueId } from './experiments/panel-view.js';
 import { inputFor, revealView } from './experiments/panel-predict.js';
 import { recordedBesideReveal } from './experiments/panel-reference.js';
-
-let backendPromise = null;
-/** This server's backend kind (`cuda` or `cpu`) from GET /api/device, fetched once. */
-function backendKind() {
-  backendPromise ??= fetch('/api/device', { headers: { Accept: 'application/json' } })
-    .then((r) => (r.ok ? r.json() : null))
-    .then((info) => (info && info.device ? info.device.kind : null))
-    .catch(() => null);
-  return backendPromise;
-}
-
-/** On a CPU server, what a recorded GPU run measured for the round's question. */
-function recordedFor(round) {
-  const slot = el('div');
-  backendKind().then((kind) => {
-    if (kind === 'cpu') slot.replaceWith(recordedBesideReveal(round.experiment, round.question.quantity));
-  });
-  return slot;
-}
+import { loadDevice } from './experiments/panel-request.js';
 import { fillQuestion, formatValue } from './logic/prediction.js';
 import { formatBytes } from './logic/panel-format.js';
 
 const host = document.getElementById('class-round');
 const OPEN_POLL_MS = 2000;
 const IDLE_POLL_MS = 15000;
+
+/** On a CPU server, what a recorded GPU run measured for the round's question. */
+function recordedFor(round) {
+  const slot = el('div');
+  loadDevice().then((info) => {
+    if (info && info.device && info.device.kind === 'cpu') {
+      slot.replaceWith(recordedBesideReveal(round.experiment, round.question.quantity));
+    }
+  });
+  return slot;
+}
+
 let shown = '';
 let dismissed = null;
 
