@@ -29,6 +29,7 @@ import argparse
 import json
 import pathlib
 import sys
+import tarfile
 import time
 
 FORMAT = "gpulab-gpu-run/1"
@@ -167,30 +168,28 @@ def calibration(logs, mode):
 
 
 def decide(steps, gates, mode):
-    """PASS, FAIL or INCOMPLETE, and the reasons."""
-    reasons = []
-    by_name = {s["name"]: s for s in steps}
-    incomplete = False
+    """PASS, FAIL or INCOMPLETE, and the reasons. A step that failed, timed out or was
+    skipped for a reason other than the budget fails the run; one skipped because the
+    budget ran out, or not run at all, leaves it incomplete."""
+    reasons, failed, late = [], False, False
     for s in steps:
         if s["status"] in ("failed", "timeout"):
+            failed = True
             reasons.append(f"step {s['name']} {s['status']}: {s['detail']}".rstrip(": "))
         elif s["status"] == "skipped" and s["name"] not in SKIPPABLE[mode]:
-            if "out of time" in s["detail"]:
-                incomplete = True
+            out_of_time = "out of time" in s["detail"]
+            late, failed = late or out_of_time, failed or not out_of_time
             reasons.append(f"step {s['name']} skipped: {s['detail']}")
-    missing = [n for n in REQUIRED[mode] if n not in by_name]
+    ran = {s["name"] for s in steps}
+    missing = [n for n in REQUIRED[mode] if n not in ran]
     if missing:
-        incomplete = True
+        late = True
         reasons.append(f"not run (yet): {', '.join(missing)}")
     failed_gates = [g for g in gates if g["status"] == "fail"]
     reasons += [f"gate {g['name']}: {g['value']} outside {g['low']}–{g['high']} ({g['detail']})" for g in failed_gates]
-    hard = [s for s in steps if s["status"] in ("failed", "timeout")
-            or (s["status"] == "skipped" and s["name"] not in SKIPPABLE[mode] and "out of time" not in s["detail"])]
-    if hard or failed_gates:
+    if failed or failed_gates:
         return "FAIL", reasons
-    if incomplete:
-        return "INCOMPLETE", reasons
-    return "PASS", reasons
+    return ("INCOMPLETE" if late else "PASS"), reasons
 
 
 def load_json(path):
@@ -256,8 +255,6 @@ def check_out(folder, max_files):
         problems.append(f"{len(names)} files, more than {max_files}: {names}")
     problems += [f"unexpected file {n}" for n in names if n not in FILES]
     if (folder / "logs.tar.gz").exists():
-        import tarfile
-
         try:
             with tarfile.open(folder / "logs.tar.gz") as archive:
                 if not any(m.name.startswith("logs/") for m in archive.getmembers()):
