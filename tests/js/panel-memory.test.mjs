@@ -93,5 +93,12 @@ test('a segment is drawn as its blocks, in proportion, and described in words', 
   assert.equal(segmentSummary(segment, 0), 'Segment 1 (large pool, 20 MiB): w 4 MiB, free 16 MiB');
   const whole = segmentBlocks({ ...segment, blocks: [segment.blocks[0]], total_size: 4 * MIB });
   assert.equal(whole.split, false);
+  // A tensor has one colour in the segment view and in the allocated bar.
+  const { tensorTones, playgroundBars } = await import('../../web/static/js/logic/panel-memory.js');
+  const pool = { tensors: { a: MIB, w: 4 * MIB }, allocated_bytes: 5 * MIB, reserved_bytes: 22 * MIB, cap_bytes: 512 * MIB, cached_blocks: [] };
+  const tones = tensorTones(pool);
+  const allocatedBar = playgroundBars({ pool }, 0).find((b) => b.key === 'allocated');
+  assert.equal(segmentBlocks(segment, tones).blocks[0].tone, allocatedBar.segments.find((s) => s.label === 'w').tone);
+  assert.notEqual(tones.get('w'), tones.get('a'));
   assert.equal(unallocatedBytes({ pool: { reserved_bytes: 22 * MIB, allocated_bytes: 9 * MIB } }), 13 * MIB);
 });

@@ -14,7 +14,7 @@ import {
 import { stackedBars } from './panel-bars.js';
 import { inputFor, revealView } from './panel-predict.js';
 import {
-  playgroundBars, oomProbeMib, nextTensorName, describeChange, segmentBlocks, segmentSummary, unallocatedBytes,
+  playgroundBars, oomProbeMib, nextTensorName, describeChange, segmentBlocks, segmentSummary, tensorTones, unallocatedBytes,
 } from '../logic/panel-memory.js';
 import { formatBytes, formatSig } from '../logic/panel-format.js';
 
@@ -49,8 +49,10 @@ function segmentsView(view) {
   if (!segments.length) return [el('p', { class: 'exp-hint' }, 'No segments: the allocator holds no memory.')];
   // Bars share one scale, the largest segment, so sizes compare across segments.
   const largest = Math.max(...segments.map((s) => s.total_size));
+  // The same tone per tensor as the allocated bar below, so a tensor is one colour.
+  const tones = tensorTones(view.pool);
   return segments.map((segment, i) => {
-    const { blocks, split } = segmentBlocks(segment);
+    const { blocks, split } = segmentBlocks(segment, tones);
     const summary = segmentSummary(segment, i);
     // The caption says in words what the bar draws, so the bar itself is decoration.
     // Widths through the CSSOM: the page's CSP forbids inline style attributes.

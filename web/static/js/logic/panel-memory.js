@@ -11,6 +11,11 @@ import { formatBytes } from './panel-format.js';
 const MIB = 1024 * 1024;
 const TENSOR_TONES = ['accent', 'note', 'warn', 'focus'];
 
+/** Each live tensor's tone, by its place in `pool.tensors`: one colour per tensor in every bar. */
+export function tensorTones(pool) {
+  return new Map(Object.keys(pool.tensors || {}).map((name, i) => [name, TENSOR_TONES[i % TENSOR_TONES.length]]));
+}
+
 /** Widths in percent of `scale` for each segment, clamped so the sum stays ≤ 100. */
 export function segmentPercents(segments, scale) {
   let left = 100;
@@ -27,6 +32,7 @@ export function playgroundBars(view, baselineSystemBytes) {
   const pool = view.pool;
   const scale = pool.cap_bytes;
   const tensors = Object.entries(pool.tensors || {});
+  const tones = tensorTones(pool);
   const cached = (pool.cached_blocks || []).reduce((sum, b) => sum + b, 0);
   const bars = [
     {
@@ -37,7 +43,7 @@ export function playgroundBars(view, baselineSystemBytes) {
       segments: tensors.map(([name, bytes], i) => ({
         label: name,
         bytes,
-        tone: TENSOR_TONES[i % TENSOR_TONES.length],
+        tone: tones.get(name),
         pattern: i >= TENSOR_TONES.length,
       })),
     },
@@ -168,14 +174,14 @@ export function describeChange(action, before, after, name) {
  * label (the tensor's name, or "free") and whether it is allocated. `split` says the
  * segment holds more than one block, i.e. the allocator split it.
  */
-export function segmentBlocks(segment) {
+export function segmentBlocks(segment, tones = new Map()) {
   const total = segment.total_size;
-  const blocks = segment.blocks.map((b, i) => ({
+  const blocks = segment.blocks.map((b) => ({
     label: b.state === 'allocated' ? b.tensor : 'free',
     allocated: b.state === 'allocated',
     bytes: b.size,
     pct: total > 0 ? (b.size / total) * 100 : 0,
-    tone: b.state === 'allocated' ? TENSOR_TONES[i % TENSOR_TONES.length] : 'free',
+    tone: b.state === 'allocated' ? tones.get(b.tensor) || TENSOR_TONES[0] : 'free',
   }));
   return { blocks, split: blocks.length > 1 };
 }
