@@ -154,7 +154,7 @@ pub const RULES: &[Rule] = &[
     Rule {
         code: "GL204",
         name: "workers-without-main-guard",
-        why: "DataLoader workers started with `spawn` (the default on Windows and macOS) import the script again, so without a `__main__` guard it fails or starts training over in every worker.",
+        why: "DataLoader workers started with `spawn` (the default on Windows and macOS) or `forkserver` (Linux from Python 3.14) import the script again, so without a `__main__` guard it fails or starts training over in every worker.",
         fix: "Put the training code in a function and call it under `if __name__ == \"__main__\":`.",
         lesson: "where-tensors-live",
         section: "pinned-memory-and-non-blocking-copies",
