@@ -183,6 +183,31 @@ if sys.argv[2] == "torch":
 "#;
 
 #[tokio::test]
+async fn without_a_cookie_the_options_are_refused_and_the_snapshot_is_empty() {
+    let app = spawn_tuned(|config| config.limits.playground_mib_per_student = 64).await;
+    let cookieless = reqwest::Client::new();
+    let url = |p: &str| format!("{}{p}", app.base);
+    let refused = cookieless
+        .post(url("/api/playground/config"))
+        .json(&json!({"expandable_segments": true}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(refused.status(), StatusCode::FORBIDDEN);
+    let body: Value = refused.json().await.unwrap();
+    assert!(message(&body).contains("student cookie"), "{body}");
+    let snapshot = cookieless
+        .get(url("/api/playground/snapshot"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(snapshot.status(), StatusCode::OK);
+    // No playground was made for a client without a cookie: nothing is reserved.
+    let v = send_json(cookieless.get(url("/api/playground"))).await;
+    assert_eq!(figures(&v), (0, 0), "{v}");
+}
+
+#[tokio::test]
 async fn the_snapshot_is_a_pickle_memory_viz_reads() {
     let app = spawn_tuned(|config| config.limits.playground_mib_per_student = 64).await;
     let student = crate::support::student();
