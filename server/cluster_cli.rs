@@ -1,7 +1,7 @@
 //! The scale-out and storage commands: `gpulab worker` (serve the class queue in
 //! PostgreSQL on one GPU), `gpulab db copy` (move a SQLite gradebook into PostgreSQL)
 //! and `gpulab db backup` / `restore` (a consistent copy while the class runs). Parsing
-//! and process concerns only: the work is in `engine::shared_worker`, `db::copy` and
+//! and process concerns only: the work is in `engine::worker_process`, `db::copy` and
 //! `db::backup`.
 
 use std::path::PathBuf;
@@ -14,7 +14,8 @@ use clap::{Args, Subcommand};
 use gpulab::config::Limits;
 use gpulab::db::{Db, Location};
 use gpulab::engine::queue_bench;
-use gpulab::engine::shared_worker::{self, WorkerSettings};
+use gpulab::engine::worker_loop::WorkerSettings;
+use gpulab::engine::worker_process;
 
 /// `gpulab worker`'s arguments.
 #[derive(Args)]
@@ -75,7 +76,7 @@ impl WorkerArgs {
                 flag.store(true, Ordering::Relaxed);
             }
         });
-        shared_worker::serve(&db, &settings, &stop).context("the worker stopped")?;
+        worker_process::serve(&db, &settings, &stop).context("the worker stopped")?;
         Ok(())
     }
 }
@@ -127,13 +128,15 @@ pub enum DbCommand {
         )]
         database: Location,
     },
-    /// Benchmark the experiment queue itself: claim → complete of no-op jobs (p50, p99)
-    /// and jobs per second through PostgreSQL with 1, 2 and 3 worker threads, beside
-    /// the single-node SQLite queue. It adds rows owned by `queue-bench` and deletes them.
+    /// Benchmark the experiment queue itself: no-op jobs per second (submit, claim,
+    /// complete) with 1, 2 and 3 worker threads, and submit → claim latency (p50, p99),
+    /// on a scratch SQLite file (or the database given), beside an in-process hand-off
+    /// measured in the same run. It adds rows owned by `queue-bench` and deletes them.
     BenchQueue {
-        /// The PostgreSQL database to measure (a scratch one is best).
+        /// The database to measure: a PostgreSQL URL or a SQLite file (a scratch one is
+        /// best; default: a new SQLite file in a temporary folder).
         #[arg(long, value_name = "URL")]
-        database: Location,
+        database: Option<Location>,
         /// Jobs per measurement.
         #[arg(long, default_value_t = 2000)]
         jobs: usize,
@@ -184,18 +187,17 @@ impl DbCommand {
                 jobs,
                 workers,
             } => {
-                if !matches!(database, Location::Postgres(_)) {
-                    bail!("--database must be a postgres:// URL");
-                }
                 let jobs = jobs.clamp(10, 100_000);
-                let postgres = connect(&database, 8)?;
                 let scratch = tempfile_dir()?;
-                let sqlite = Db::open(&scratch.join("bench.db"))?;
+                let db = match &database {
+                    Some(location) => connect(location, 8)?,
+                    None => Db::open(&scratch.join("bench.db"))?,
+                };
                 println!("{}", queue_bench::HEADER);
                 for n in workers.into_iter().filter(|n| (1..=16).contains(n)) {
-                    println!("{}", queue_bench::postgres(&postgres, n, jobs)?);
+                    println!("{}", queue_bench::measure(&db, n, jobs)?);
+                    println!("{}", queue_bench::in_process(n, jobs));
                 }
-                println!("{}", queue_bench::sqlite(&sqlite, jobs)?);
                 let _ = std::fs::remove_dir_all(&scratch);
                 Ok(())
             }

@@ -155,7 +155,12 @@ impl EngineCollector {
 
     /// Fresh metric objects holding the engine's figures now (or zeros for `desc`).
     fn metrics(engine: &Engine, read: bool) -> Vec<Box<dyn Collector>> {
-        let stats = engine.stats();
+        // A scrape renders off the async threads (`routes::health::metrics`).
+        let stats = if read {
+            engine.stats_blocking()
+        } else {
+            crate::engine::QueueStats::default()
+        };
         let depth = gauge("gpulab_queue_depth", "Experiments waiting in the queue");
         let running = gauge("gpulab_jobs_running", "Experiments running now");
         let peak = gauge(

@@ -143,7 +143,8 @@ async fn the_streams_and_logging_questions_take_the_servers_value_with_their_par
         // A run with the question's parameters replaces it; other parameters do not.
         app.state
             .measurements
-            .record(&key.quantity, "{\"other\":1}", 1000.0);
+            .record(&key.quantity, "{\"other\":1}", 1000.0)
+            .unwrap();
         let path = format!("/api/experiments/{}", key.experiment);
         let measured = run(&app, &path, key.params.clone()).await["measured"]["value"]
             .as_f64()

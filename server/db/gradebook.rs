@@ -103,6 +103,28 @@ pub fn pseudonym_key(tx: &mut Tx) -> Result<String, DbError> {
     pseudonym_key(tx)
 }
 
+/// The student whose pseudonym is `pseudonym` (`s-…`, as the gradebook shows it), if any.
+pub fn student_by_pseudonym(tx: &mut Tx, pseudonym: &str) -> Result<Option<String>, DbError> {
+    let key = pseudonym_key(tx)?;
+    for row in tx.query("SELECT id FROM students", crate::params![])? {
+        let id: String = row.get(0)?;
+        if self::pseudonym(&key, &id) == pseudonym {
+            return Ok(Some(id));
+        }
+    }
+    Ok(None)
+}
+
+/// The database's clock to the second, as the pages show it (`2026-11-27T01:02:03Z`).
+pub fn clock_text(tx: &mut Tx) -> Result<String, DbError> {
+    let now = super::migrations::now(tx);
+    tx.query_row(
+        &format!("SELECT substr({now}, 1, 19) || 'Z'"),
+        crate::params![],
+    )?
+    .get(0)
+}
+
 /// The name the instructor sees for a student without a display name, and the id in
 /// exports: `s-` and 16 hex digits of HMAC-SHA256(key, id). Stable for this database,
 /// and useless for acting as the student.

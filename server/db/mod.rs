@@ -15,7 +15,13 @@ pub mod copy;
 pub mod experiment_history;
 pub mod gradebook;
 pub mod health;
+pub mod instructor_sessions;
+pub mod job_claims;
+pub mod jobs;
+pub mod listener;
+pub mod measurements;
 pub mod migrations;
+pub mod playground_calls;
 pub mod predictions;
 pub mod progress;
 pub mod rounds;
@@ -289,9 +295,8 @@ CREATE TABLE round_predictions (
     PRIMARY KEY (round_id, student_id)
 );
 ",
-    // The class-wide experiment queue, used when web nodes and workers share PostgreSQL
-    // (a single SQLite server keeps its queue in memory; the table exists in both so the
-    // schemas match). Times are seconds since the epoch on the database's clock.
+    // The experiment queue (db::jobs). Times are seconds since the epoch on the
+    // database's clock.
     r"
 CREATE TABLE jobs (
     id           INTEGER PRIMARY KEY,
@@ -360,6 +365,20 @@ CREATE TABLE health (
     pad        TEXT
 );
 INSERT INTO health (id) VALUES (1);
+",
+    // The latest value measured per quantity and parameters (hardware-graded questions
+    // and the script doctor read it here; db::measurements), and the value each job
+    // measured (class rounds read it off their job).
+    r"
+CREATE TABLE measurements (
+    quantity    TEXT NOT NULL,
+    params      TEXT NOT NULL,
+    value       REAL NOT NULL,
+    measured_at REAL NOT NULL,
+    PRIMARY KEY (quantity, params)
+);
+CREATE INDEX measurements_by_time ON measurements(quantity, measured_at);
+ALTER TABLE jobs ADD COLUMN measured REAL;
 ",
 ];
 
@@ -471,36 +490,44 @@ impl Db {
         outcome
     }
 
+    /// Runs `f` in one transaction like [`Db::run_blocking`], for the queue's own state
+    /// changes (a submission, a claim, a lease renewal): on SQLite it commits without
+    /// waiting for the disk (`synchronous = NORMAL`: it survives a killed process, and
+    /// the next full commit — a finished run's record — makes it durable against power
+    /// loss too), so the queue costs microseconds, not an fsync, per step. PostgreSQL
+    /// commits as usual.
+    pub fn run_queue<T>(
+        &self,
+        f: impl FnOnce(&mut Tx) -> Result<T, DbError>,
+    ) -> Result<T, DbError> {
+        let outcome = self.transaction_with(f, false);
+        if let Err(error) = &outcome {
+            self.health.failed(error);
+        }
+        outcome
+    }
+
     fn transaction<T>(&self, f: impl FnOnce(&mut Tx) -> Result<T, DbError>) -> Result<T, DbError> {
+        self.transaction_with(f, true)
+    }
+
+    fn transaction_with<T>(
+        &self,
+        f: impl FnOnce(&mut Tx) -> Result<T, DbError>,
+        full_sync: bool,
+    ) -> Result<T, DbError> {
         match &*self.store {
             Store::Sqlite(file) => {
                 let mut guard = file.lock().map_err(|_| DbError::Poisoned)?;
-                let path = self.sqlite_path();
-                if self.health.current().unwritable == Some(health::Unwritable::FileGone) {
-                    // Reads go on from the open (removed) file until one is back.
-                    match reopen_if_replaced(&mut guard, path) {
-                        Ok(()) | Err(DbError::NotWritable(_)) => {}
-                        Err(other) => return Err(other),
-                    }
+                if !full_sync {
+                    guard.conn.pragma_update(None, "synchronous", "NORMAL")?;
                 }
-                let opened = guard.identity;
-                let changes_before = guard.conn.total_changes();
-                let mut tx = Tx::Sqlite(guard.conn.transaction()?);
-                let value = f(&mut tx)?;
-                let Tx::Sqlite(tx) = tx else {
-                    unreachable!("a SQLite store opens SQLite transactions")
-                };
-                // A file removed under the server still takes writes (the open handle
-                // keeps it), and they would vanish with it: refuse them (one `stat` per
-                // write), keep reads.
-                if tx.total_changes() != changes_before
-                    && path.is_some_and(|p| file_identity(p) != opened)
-                {
-                    tx.rollback()?;
-                    return Err(DbError::NotWritable(health::Unwritable::FileGone));
+                let outcome =
+                    Self::sqlite_transaction(&mut guard, self.sqlite_path(), &self.health, f);
+                if !full_sync {
+                    guard.conn.pragma_update(None, "synchronous", "FULL")?;
                 }
-                tx.commit()?;
-                Ok(value)
+                outcome
             }
             Store::Postgres(pool) => {
                 let pool = pool
@@ -534,6 +561,39 @@ impl Db {
                 }
             }
         }
+    }
+
+    /// One transaction on the SQLite connection `guard` holds.
+    fn sqlite_transaction<T>(
+        guard: &mut SqliteFile,
+        path: Option<&Path>,
+        health: &health::Health,
+        f: impl FnOnce(&mut Tx) -> Result<T, DbError>,
+    ) -> Result<T, DbError> {
+        if health.current().unwritable == Some(health::Unwritable::FileGone) {
+            // Reads go on from the open (removed) file until one is back.
+            match reopen_if_replaced(guard, path) {
+                Ok(()) | Err(DbError::NotWritable(_)) => {}
+                Err(other) => return Err(other),
+            }
+        }
+        let opened = guard.identity;
+        let changes_before = guard.conn.total_changes();
+        let mut tx = Tx::Sqlite(guard.conn.transaction()?);
+        let value = f(&mut tx)?;
+        let Tx::Sqlite(tx) = tx else {
+            unreachable!("a SQLite store opens SQLite transactions")
+        };
+        // A file removed under the server still takes writes (the open handle
+        // keeps it), and they would vanish with it: refuse them (one `stat` per
+        // write), keep reads.
+        if tx.total_changes() != changes_before && path.is_some_and(|p| file_identity(p) != opened)
+        {
+            tx.rollback()?;
+            return Err(DbError::NotWritable(health::Unwritable::FileGone));
+        }
+        tx.commit()?;
+        Ok(value)
     }
 
     /// Runs `f`, which must run **one** statement, on a PostgreSQL connection outside a

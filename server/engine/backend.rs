@@ -36,6 +36,8 @@ pub struct Ran {
     pub table: String,
     /// Where it came from.
     pub provenance: Provenance,
+    /// The value a learner predicts for this run, as it measured it.
+    pub measured: Option<crate::experiments::Measured>,
 }
 
 impl Backend {
@@ -126,7 +128,8 @@ impl Backend {
         let finished = outcome?;
         let provenance = Provenance::new(card, other, method, started.elapsed().as_secs_f64());
         let mut result = provenance.attach(finished.json());
-        if let (Some(measured), Value::Object(fields)) = (finished.measured(on_gpu), &mut result) {
+        let measured = finished.measured(on_gpu);
+        if let (Some(measured), Value::Object(fields)) = (measured.as_ref(), &mut result) {
             fields.insert("measured".into(), json!(measured));
             if let Some(predicted) = prediction {
                 let score = prediction::score(predicted, measured.value, measured.scale);
@@ -137,6 +140,7 @@ impl Backend {
             result,
             table: finished.table(),
             provenance,
+            measured,
         })
     }
 

@@ -1,38 +1,50 @@
-//! The experiment engine: a bounded [`queue`] in front of worker threads, each owning a
-//! [`backend`] (the GPU, or the CPU when there is none). Validated jobs come in from
-//! the web layer; results go back as JSON with their [`provenance`]. By default one
-//! worker runs one experiment at a time, so no measurement shares the GPU. The engine
-//! also owns the allocator playgrounds (they draw on the same device); [`bench`] and
-//! [`selftest`] run experiments directly for the command line.
+//! The experiment engine: the workers that serve the experiment queue in the database
+//! ([`crate::db::jobs`]), each owning a [`backend`] (the GPU, or the CPU when there is
+//! none), in both modes: `gpulab serve` runs them as threads ([`Engine::start`]),
+//! `gpulab worker` as a process per GPU ([`worker_process`]), and a web node runs none
+//! ([`Engine::web`]); all run the same [`worker_loop`]. By default one worker runs one
+//! experiment at a time, so no measurement shares the GPU. Handlers submit validated
+//! jobs and read their state and the queue's figures here; a finished run is recorded
+//! by the worker, in one transaction, before its result is readable. The engine also
+//! decides where the allocator playgrounds live (they draw on the same device);
+//! [`bench`] and [`selftest`] run experiments directly for the command line.
 
 pub mod backend;
 pub mod bench;
 pub mod first_contact;
 pub mod provenance;
-pub mod queue;
 pub mod queue_bench;
 pub mod selftest;
-pub mod shared_queue;
-pub mod shared_worker;
 pub mod worker;
+pub mod worker_loop;
+pub mod worker_process;
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use backend::Backend;
 use first_contact::FirstContact;
-use queue::{JobState, OwnerUsage, Queue, QueueStats, Refused};
 use worker::{SharedContext, Worker};
+use worker_loop::{Activity, WorkerSettings};
 
 use crate::config::Limits;
-use crate::db::Db;
+use crate::db::jobs::{self, NewJob};
+pub use crate::db::jobs::{JobState, OwnerUsage, QueueStats, Refused};
+use crate::db::{Db, DbError, job_claims};
 use crate::experiments::Job;
 use crate::gpu::card::cpu_card;
 use crate::gpu::{DeviceCard, doctor};
 use crate::playground::pool::Source;
+use crate::playground::remote::Home;
 use crate::playground::{Caps, Playgrounds};
+
+/// How long a claim of `serve`'s own workers holds without renewal (as `gpulab
+/// worker`'s default): a job left running by a killed server runs again this long
+/// after the next start.
+pub const WORKER_LEASE: Duration = Duration::from_secs(10);
 
 /// Playgrounds unused for this long are dropped and their memory released.
 pub const PLAYGROUND_IDLE: Duration = Duration::from_secs(10 * 60);
@@ -47,113 +59,12 @@ pub fn playground_caps(limits: &Limits) -> Caps {
     }
 }
 
-/// What each worker is running: experiment name and parameters, by job id (for the
-/// run history, which hears of a job only by id when it finishes).
-type RunningLabels = Arc<Mutex<HashMap<u64, (String, String)>>>;
-
-/// One experiment that ran, for the history the web layer keeps in the database.
-#[derive(Debug, Clone)]
-pub struct RunReport {
-    /// The student who asked for it.
-    pub owner: String,
-    /// The experiment's name.
-    pub experiment: String,
-    /// Its validated parameters, as compact JSON.
-    pub params: String,
-    /// `cuda` or `cpu`.
-    pub backend: String,
-    /// The device's name.
-    pub device: String,
-    /// Time on the worker.
-    pub ran_for: Duration,
-    /// What went wrong, when it failed.
-    pub error: Option<String>,
-    /// The learner's prediction and the measurement it was scored against, when they
-    /// made one and the run measured it.
-    pub prediction: Option<PredictionReport>,
-    /// The quantity the run measured and its value (`result.measured`), with or
-    /// without a prediction.
-    pub measured: Option<(String, f64)>,
-}
-
-/// A scored prediction, as a finished run carries it (`result.measured` and
-/// `result.prediction`).
-#[derive(Debug, Clone, PartialEq)]
-pub struct PredictionReport {
-    /// The quantity's key (`transfer.pinned_h2d_gbps`).
-    pub quantity: String,
-    /// Its unit.
-    pub unit: String,
-    /// What the learner predicted.
-    pub predicted: f64,
-    /// What the run measured.
-    pub measured: f64,
-}
-
-impl RunReport {
-    /// The report of job `state`, run for `owner` on the device `card` describes.
-    pub fn new(
-        owner: &str,
-        experiment: String,
-        params: String,
-        card: &DeviceCard,
-        ran_for: Duration,
-        state: &JobState,
-    ) -> Self {
-        let result = match state {
-            JobState::Done { result } => Some(result),
-            _ => None,
-        };
-        Self {
-            owner: owner.to_string(),
-            experiment,
-            params,
-            backend: card.kind.to_string(),
-            device: card.name.clone(),
-            ran_for,
-            error: match state {
-                JobState::Failed { error } => Some(error.clone()),
-                _ => None,
-            },
-            prediction: result.and_then(PredictionReport::from_result),
-            measured: result.and_then(|r| {
-                let m = r.get("measured")?;
-                Some((
-                    m.get("quantity")?.as_str()?.to_string(),
-                    m.get("value")?.as_f64()?,
-                ))
-            }),
-        }
-    }
-}
-
-impl PredictionReport {
-    /// Reads it off a finished result; `None` when the result has no prediction.
-    pub fn from_result(result: &serde_json::Value) -> Option<Self> {
-        let measured = result.get("measured")?;
-        let prediction = result.get("prediction")?;
-        Some(Self {
-            quantity: measured.get("quantity")?.as_str()?.to_string(),
-            unit: measured.get("unit")?.as_str()?.to_string(),
-            predicted: prediction.get("predicted")?.as_f64()?,
-            measured: measured.get("value")?.as_f64()?,
-        })
-    }
-}
-
-/// Runs `worker` on `job`, noting what it runs so the finish listener can name it.
-fn run_labelled(worker: &mut Worker, labels: &RunningLabels, id: u64, job: Job) -> JobState {
-    if let Ok(mut labels) = labels.lock() {
-        labels.insert(id, (job.experiment.to_string(), job.params.to_string()));
-    }
-    worker.run(job)
-}
-
-/// The running engine: the worker threads, their queue, and what they run on.
+/// The running engine: the queue in the database, the workers this process runs on it
+/// (none on a web node), and the device they run on.
 #[derive(Clone)]
 pub struct Engine {
-    jobs: Jobs,
-    /// The device the workers opened.
+    db: Db,
+    /// The device the workers opened (on a web node: the one a worker registered).
     pub card: Arc<DeviceCard>,
     /// The doctor report taken at start-up.
     pub doctor: Arc<doctor::Report>,
@@ -161,68 +72,90 @@ pub struct Engine {
     pub first_contact: Arc<FirstContact>,
     /// The caps in force.
     pub limits: Arc<Limits>,
-    /// Every student's allocator playground.
+    /// This process's allocator playgrounds (empty on a web node).
     pub playgrounds: Arc<Playgrounds>,
-    labels: RunningLabels,
-    measured: Arc<std::sync::OnceLock<MeasuredListener>>,
+    /// Where each student's playground lives: here, or in a worker.
+    pub playground: Arc<Home>,
+    local: Arc<Local>,
 }
 
-/// Told of every measured value: the quantity, the run's parameters (compact JSON) and
-/// the value.
-type MeasuredListener = Box<dyn Fn(&str, &str, f64) + Send + Sync>;
-
-/// Where jobs wait: this process's own queue and workers, or the class-wide queue in
-/// PostgreSQL that separate worker processes serve (`serve --role web`).
-#[derive(Clone)]
-enum Jobs {
-    Local(Arc<Queue<Job>>),
-    Shared(Arc<SharedJobs>),
+/// What only this process knows: its workers' activity, whether it still takes jobs,
+/// and the refusals it answered.
+struct Local {
+    activity: Arc<Activity>,
+    /// Set when the last clone of the engine goes: its worker threads stop.
+    stop: Arc<AtomicBool>,
+    closed: AtomicBool,
+    runs_workers: bool,
+    /// When this engine started (the database's clock): the outcomes it counts are of
+    /// the jobs finished since, as a counter that starts again with the process.
+    started_secs: f64,
+    rejected: AtomicU64,
+    /// Refusals for a full queue per student (at most [`MAX_REFUSED_OWNERS`] students).
+    rejected_by: Mutex<HashMap<String, u64>>,
 }
 
-/// The class queue's stats, usage per student and estimated wait, as last read.
-type QueueFigures = (QueueStats, Vec<(String, OwnerUsage)>, f64);
+/// Students whose refusals the engine counts (a flood of new cookies cannot grow it).
+const MAX_REFUSED_OWNERS: usize = 10_000;
 
-/// A web node's view of the shared queue: the database, and the queue's figures as last
-/// read (refreshed every second on a thread, so `/metrics` and pages never wait on it).
-struct SharedJobs {
-    db: Db,
-    /// Where the measured values of finished jobs were last read up to (the database's
-    /// clock, seconds).
-    seen_until: Mutex<f64>,
-    snapshot: Mutex<QueueFigures>,
-    closed: std::sync::atomic::AtomicBool,
+impl Drop for Local {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        self.activity.notify();
+    }
+}
+
+/// The database's clock now (0 when it cannot be read), read on a plain thread: the
+/// PostgreSQL client must not block inside tokio's.
+fn clock(db: &Db) -> f64 {
+    let db = db.clone();
+    std::thread::spawn(move || db.run_blocking(jobs::clock))
+        .join()
+        .ok()
+        .and_then(Result::ok)
+        .unwrap_or(0.0)
+}
+
+/// A worker thread's name in the queue: unique per process and slot.
+fn thread_name(index: usize) -> String {
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|h| h.trim().to_string())
+        .unwrap_or_else(|_| "serve".into());
+    format!("{host}-serve-{}-{index}", std::process::id())
 }
 
 impl Engine {
-    /// Starts the workers (`limits.gpu_concurrency` of them, each with its own
-    /// backend). The first opens the GPU and runs the start-up self-test; the others
-    /// open their own handles only when it passed, and a worker whose handle fails its
-    /// self-test does not serve, so no server ever runs part GPU, part CPU.
-    pub fn start(limits: Limits) -> Self {
-        let queue: Arc<Queue<Job>> = Queue::new(
-            limits.queue_length,
-            usize::try_from(limits.pending_per_student).unwrap_or(usize::MAX),
-            usize::try_from(limits.pending_per_address).unwrap_or(usize::MAX),
-        );
-        let shared = Arc::new(SharedContext::default());
-        let timeout = limits.job_timeout();
+    /// `gpulab serve`: starts the workers (`limits.gpu_concurrency` threads, each with
+    /// its own backend) on the queue in `db`. The first opens the GPU and runs the
+    /// start-up self-test; the others open their own handles only when it passed, and a
+    /// worker whose handle fails its self-test does not serve, so no server ever runs
+    /// part GPU, part CPU.
+    pub fn start(limits: Limits, db: Db) -> Self {
+        let started_secs = clock(&db);
+        let context = Arc::new(SharedContext::default());
+        let activity = Arc::new(Activity::default());
+        let stop = Arc::new(AtomicBool::new(false));
+        let settings = |index| WorkerSettings {
+            name: thread_name(index),
+            lease: WORKER_LEASE,
+            limits: limits.clone(),
+        };
         let (tx, rx) = mpsc::channel();
-        let labels = RunningLabels::default();
-        let first_labels = Arc::clone(&labels);
-        let first = Arc::clone(&queue);
-        let first_shared = Arc::clone(&shared);
-        std::thread::Builder::new()
-            .name("gpulab-engine-0".into())
-            .spawn(move || {
-                let report = doctor::run();
-                let (backend, card, contact) = Backend::open();
-                let _ = tx.send((card.clone(), report, backend.memory_source(), contact));
-                let mut worker = Worker::new(backend, card, timeout, first_shared);
-                queue::spawn_worker(first, move |id, job| {
-                    run_labelled(&mut worker, &first_labels, id, job)
-                });
-            })
-            .expect("the OS can start the engine thread");
+        {
+            let (db, settings, context) = (db.clone(), settings(0), Arc::clone(&context));
+            let (activity, stop) = (Arc::clone(&activity), Arc::clone(&stop));
+            std::thread::Builder::new()
+                .name("gpulab-engine-0".into())
+                .spawn(move || {
+                    let report = doctor::run();
+                    let (backend, card, contact) = Backend::open();
+                    let _ = tx.send((card.clone(), report, backend.memory_source(), contact));
+                    let timeout = settings.limits.job_timeout();
+                    let mut worker = Worker::new(backend, card.clone(), timeout, context);
+                    worker_loop::serve_jobs(&db, &settings, &card, &mut worker, &activity, &stop);
+                })
+                .expect("the OS can start the engine thread");
+        }
         let (card, mut report, source, contact) = rx.recv().unwrap_or_else(|_| {
             (
                 cpu_card("the engine failed to start"),
@@ -240,8 +173,8 @@ impl Engine {
             );
         }
         for index in 1..usize::from(limits.gpu_concurrency.max(1)) {
-            let (queue, shared, card) = (Arc::clone(&queue), Arc::clone(&shared), card.clone());
-            let labels = Arc::clone(&labels);
+            let (db, settings, context) = (db.clone(), settings(index), Arc::clone(&context));
+            let (activity, stop, card) = (Arc::clone(&activity), Arc::clone(&stop), card.clone());
             std::thread::Builder::new()
                 .name(format!("gpulab-engine-{index}"))
                 .spawn(move || {
@@ -249,118 +182,76 @@ impl Engine {
                         tracing::error!(worker = index, "this worker's GPU handle failed to open or self-test; it does not serve");
                         return;
                     };
-                    let mut worker = Worker::new(backend, card, timeout, shared);
-                    queue::spawn_worker(queue, move |id, job| {
-                        run_labelled(&mut worker, &labels, id, job)
-                    });
+                    let timeout = settings.limits.job_timeout();
+                    let mut worker = Worker::new(backend, card.clone(), timeout, context);
+                    worker_loop::serve_jobs(&db, &settings, &card, &mut worker, &activity, &stop);
                 })
                 .expect("the OS can start the engine thread");
         }
-        let playgrounds = Playgrounds::new(source, playground_caps(&limits));
+        let playgrounds = Arc::new(Playgrounds::new(source, playground_caps(&limits)));
         tracing::info!(backend = card.kind, device = %card.name, workers = limits.gpu_concurrency, "experiment engine ready");
         Self {
-            jobs: Jobs::Local(queue),
+            db,
             card: Arc::new(card),
             doctor: Arc::new(report),
             first_contact: Arc::new(contact),
             limits: Arc::new(limits),
-            playgrounds: Arc::new(playgrounds),
-            labels,
-            measured: Arc::default(),
+            playground: Arc::new(Home::Here(Arc::clone(&playgrounds))),
+            playgrounds,
+            local: Arc::new(Local {
+                activity,
+                stop,
+                closed: AtomicBool::new(false),
+                runs_workers: true,
+                started_secs,
+                rejected: AtomicU64::new(0),
+                rejected_by: Mutex::default(),
+            }),
         }
     }
 
-    /// A web node's engine (`serve --role web`): jobs go to the class-wide queue in
-    /// `db` (PostgreSQL), which `gpulab worker` processes serve; the device shown is the
-    /// one the workers registered (the CPU card, saying so, until one has). It runs no
-    /// experiment itself; the allocator playground is this node's host memory (see
-    /// `docker/README.md`).
+    /// A web node's engine (`serve --role web`): jobs go to the class's queue in `db`
+    /// (PostgreSQL), which `gpulab worker` processes serve; the device shown is the one
+    /// the workers registered (the CPU card, saying so, until one has). It runs no
+    /// experiment and holds no playground itself.
     pub fn web(limits: Limits, db: Db) -> Self {
+        let started_secs = clock(&db);
         let reader = db.clone();
-        let registered = std::thread::spawn(move || reader.run_blocking(shared_worker::class_card))
+        let registered = std::thread::spawn(move || reader.run_blocking(job_claims::newest_card))
             .join()
             .ok()
             .and_then(Result::ok)
-            .flatten();
+            .flatten()
+            .and_then(|text| {
+                // The card's `kind` is a `&'static str`: read it from an owned JSON value.
+                let value: serde_json::Value = serde_json::from_str(&text).ok()?;
+                <DeviceCard as serde::Deserialize<'static>>::deserialize(value).ok()
+            });
         let card = registered.unwrap_or_else(|| {
             let mut card = cpu_card("no GPU worker has joined the class queue yet");
             card.note = "No worker has joined the class queue yet: start `gpulab worker --gpu N` on each GPU box (the device shown updates when this web node restarts).".into();
             card
         });
-        let shared = Arc::new(SharedJobs {
-            db,
-            seen_until: Mutex::new(0.0),
-            snapshot: Mutex::default(),
-            closed: std::sync::atomic::AtomicBool::new(false),
-        });
-        let measured: Arc<std::sync::OnceLock<MeasuredListener>> = Arc::default();
-        let refresher = Arc::downgrade(&shared);
-        let listener = Arc::clone(&measured);
-        std::thread::Builder::new()
-            .name("gpulab-queue-figures".into())
-            .spawn(move || {
-                while let Some(shared) = refresher.upgrade() {
-                    if let Err(error) = shared.refresh() {
-                        tracing::warn!(%error, "cannot read the class queue's figures");
-                    }
-                    if let Some(listener) = listener.get()
-                        && let Err(error) = shared.read_measurements(listener)
-                    {
-                        tracing::warn!(%error, "cannot read the class queue's measurements");
-                    }
-                    drop(shared);
-                    std::thread::sleep(Duration::from_secs(1));
-                }
-            })
-            .expect("the OS can start a thread");
-        let playgrounds = Playgrounds::new(Source::Host, playground_caps(&limits));
+        let playgrounds = Arc::new(Playgrounds::new(Source::Host, playground_caps(&limits)));
         tracing::info!(backend = card.kind, device = %card.name, "web node: experiments go to the class queue");
         Self {
-            jobs: Jobs::Shared(shared),
+            playground: Arc::new(Home::Workers(db.clone())),
+            db,
             card: Arc::new(card),
             doctor: Arc::new(doctor::run()),
             first_contact: Arc::new(FirstContact::default()),
             limits: Arc::new(limits),
-            playgrounds: Arc::new(playgrounds),
-            labels: RunningLabels::default(),
-            measured,
+            playgrounds,
+            local: Arc::new(Local {
+                activity: Arc::default(),
+                stop: Arc::default(),
+                closed: AtomicBool::new(false),
+                runs_workers: false,
+                started_secs,
+                rejected: AtomicU64::new(0),
+                rejected_by: Mutex::default(),
+            }),
         }
-    }
-
-    /// Calls `record` for every experiment that runs to an end, on the worker's thread
-    /// and before its result is readable (once per engine; later calls are ignored).
-    pub fn on_run_finished(&self, record: impl Fn(RunReport) + Send + Sync + 'static) {
-        let (labels, card) = (Arc::clone(&self.labels), Arc::clone(&self.card));
-        let measured = Arc::clone(&self.measured);
-        let Jobs::Local(queue) = &self.jobs else {
-            // Shared-queue workers record their runs themselves (shared_worker).
-            return;
-        };
-        queue.on_finish(Box::new(move |finished| {
-            let label = labels.lock().ok().and_then(|mut l| l.remove(&finished.id));
-            let Some((experiment, params)) = label else {
-                return;
-            };
-            let report = RunReport::new(
-                finished.owner,
-                experiment,
-                params,
-                &card,
-                finished.ran_for,
-                finished.state,
-            );
-            if let (Some(listener), Some((quantity, value))) = (measured.get(), &report.measured) {
-                listener(quantity, &report.params, *value);
-            }
-            record(report);
-        }));
-    }
-
-    /// Calls `listener` with every value an experiment measures, wherever it ran (once
-    /// per engine; later calls are ignored). With the class queue, a web node reads the
-    /// values of every worker's finished jobs, within a second of their end.
-    pub fn on_measured(&self, listener: impl Fn(&str, &str, f64) + Send + Sync + 'static) {
-        let _ = self.measured.set(Box::new(listener));
     }
 
     /// Queues a job for `owner` (a student id) at `address`; returns its job id and
@@ -371,45 +262,108 @@ impl Engine {
         address: Option<std::net::IpAddr>,
         job: Job,
     ) -> Result<(u64, usize), Refused> {
-        match &self.jobs {
-            Jobs::Local(queue) => queue.submit(owner, address, job),
-            Jobs::Shared(shared) => {
-                if shared.closed.load(std::sync::atomic::Ordering::Relaxed) {
-                    return Err(Refused::Closed);
+        if self.local.closed.load(Ordering::Relaxed) {
+            return Err(Refused::Closed);
+        }
+        let student = owner;
+        let (owner, limits, db) = (owner.to_string(), Arc::clone(&self.limits), self.db.clone());
+        let params = job.params.to_string();
+        let (experiment, prediction) = (job.experiment, job.prediction);
+        let submitted = tokio::task::spawn_blocking(move || {
+            db.run_queue(|tx| {
+                let new = NewJob {
+                    experiment,
+                    params,
+                    prediction,
+                };
+                jobs::submit(tx, &owner, address, &new, &limits)
+            })
+        })
+        .await
+        .map_err(|e| DbError::Task(e.to_string()))
+        .and_then(|r| r);
+        let outcome = submitted.unwrap_or_else(|e| Err(Refused::Unavailable(e.to_string())));
+        match &outcome {
+            Ok(_) => self.local.activity.notify(),
+            Err(Refused::Full { .. }) => {
+                self.local.rejected.fetch_add(1, Ordering::Relaxed);
+                if let Ok(mut by) = self.local.rejected_by.lock()
+                    && (by.len() < MAX_REFUSED_OWNERS || by.contains_key(student))
+                {
+                    *by.entry(student.to_string()).or_default() += 1;
                 }
-                let (owner, limits) = (owner.to_string(), Arc::clone(&self.limits));
-                let params = job.params.to_string();
-                let (experiment, prediction) = (job.experiment, job.prediction);
-                let submitted = shared
-                    .db
-                    .run(move |tx| {
-                        let new = shared_queue::NewJob {
-                            experiment,
-                            params,
-                            prediction,
-                        };
-                        shared_queue::submit(tx, &owner, address, &new, &limits)
-                    })
-                    .await;
-                submitted.unwrap_or_else(|e| Err(Refused::Unavailable(e.to_string())))
             }
+            Err(_) => {}
         }
+        outcome
     }
 
-    /// Queue-wide figures (depth, running, outcomes).
-    pub fn stats(&self) -> QueueStats {
-        match &self.jobs {
-            Jobs::Local(queue) => queue.stats(),
-            Jobs::Shared(shared) => shared.snapshot().0,
-        }
+    /// Queue-wide figures, read now: jobs waiting and running, the outcomes of the jobs
+    /// finished since this engine started, the peak of this process's workers and the
+    /// refusals it answered.
+    pub async fn stats(&self) -> QueueStats {
+        let since = self.local.started_secs;
+        let read = self.db.run(move |tx| jobs::stats(tx, since)).await;
+        self.with_local(read)
     }
 
-    /// Each student's use of the workers, busiest first.
-    pub fn usage(&self) -> Vec<(String, OwnerUsage)> {
-        match &self.jobs {
-            Jobs::Local(queue) => queue.usage(),
-            Jobs::Shared(shared) => shared.snapshot().1,
+    /// [`Engine::stats`] for a caller off the async threads (the `/metrics` scrape):
+    /// it blocks on the database.
+    pub fn stats_blocking(&self) -> QueueStats {
+        let since = self.local.started_secs;
+        self.with_local(self.db.run_blocking(|tx| jobs::stats(tx, since)))
+    }
+
+    fn with_local(&self, read: Result<QueueStats, DbError>) -> QueueStats {
+        let mut stats = read.unwrap_or_else(|error| {
+            tracing::warn!(%error, "cannot read the experiment queue's figures");
+            QueueStats::default()
+        });
+        stats.running_peak = stats.running_peak.max(self.local.activity.peak());
+        stats.rejected = self.local.rejected.load(Ordering::Relaxed);
+        stats
+    }
+
+    /// Each student's use of the workers over the last day, busiest first.
+    pub async fn usage(&self) -> Vec<(String, OwnerUsage)> {
+        let mut usage = self.db.run(jobs::usage).await.unwrap_or_default();
+        if let Ok(by) = self.local.rejected_by.lock() {
+            for (owner, figures) in &mut usage {
+                figures.rejected = by.get(owner).copied().unwrap_or(0);
+            }
+            let missing: Vec<_> = by
+                .iter()
+                .filter(|(owner, _)| !usage.iter().any(|(o, _)| o == *owner))
+                .map(|(owner, n)| {
+                    (
+                        owner.clone(),
+                        OwnerUsage {
+                            rejected: *n,
+                            ..OwnerUsage::default()
+                        },
+                    )
+                })
+                .collect();
+            usage.extend(missing);
         }
+        usage
+    }
+
+    /// Jobs waiting now.
+    pub async fn queue_depth(&self) -> usize {
+        self.db
+            .run(|tx| jobs::stats(tx, 0.0))
+            .await
+            .map(|s| s.depth)
+            .unwrap_or_default()
+    }
+
+    /// Estimated wait for a new job, in seconds.
+    pub async fn estimated_wait_secs(&self) -> f64 {
+        self.db
+            .run(jobs::estimated_wait_secs)
+            .await
+            .unwrap_or_default()
     }
 
     /// Waits (polling every 100 ms) until job `id` has finished, or `deadline` passed;
@@ -424,7 +378,7 @@ impl Engine {
             match self.job(id, None).await {
                 Ok(Some(JobState::Queued { .. } | JobState::Running)) if !past => {}
                 Ok(state) => return state,
-                // The shared queue's database is briefly away: keep waiting.
+                // The database is briefly away: keep waiting.
                 Err(_) if !past => {}
                 Err(_) => return None,
             }
@@ -432,113 +386,44 @@ impl Engine {
         }
     }
 
-    /// Stops taking experiments and fails the waiting ones (shutdown). A web node on the
-    /// shared queue only stops taking new ones: the workers run what is queued.
+    /// Stops taking experiments (shutdown). A server that runs its own workers fails
+    /// the waiting ones, since nothing will run them; a web node leaves them to the
+    /// class's workers.
     pub fn close(&self) {
-        match &self.jobs {
-            Jobs::Local(queue) => queue.close(
-                "the server is shutting down; your experiment did not run — try again when it is back",
-            ),
-            Jobs::Shared(shared) => shared.closed.store(true, std::sync::atomic::Ordering::Relaxed),
+        self.local.closed.store(true, Ordering::Relaxed);
+        if self.local.runs_workers {
+            let failed = self.db.run_blocking(|tx| {
+                jobs::fail_waiting(
+                    tx,
+                    "the server is shutting down; your experiment did not run — try again when it is back",
+                )
+            });
+            if let Err(error) = failed {
+                tracing::warn!(%error, "could not fail the waiting experiments");
+            }
         }
     }
 
-    /// Blocks until no experiment runs, or `timeout` passes; true when idle.
+    /// Blocks until this process's workers run no experiment, or `timeout` passes;
+    /// true when idle.
     pub fn wait_idle(&self, timeout: Duration) -> bool {
-        match &self.jobs {
-            Jobs::Local(queue) => queue.wait_idle(timeout),
-            Jobs::Shared(_) => true,
+        let deadline = std::time::Instant::now() + timeout;
+        while self.local.activity.running() > 0 {
+            if std::time::Instant::now() >= deadline {
+                return false;
+            }
+            std::thread::sleep(Duration::from_millis(20));
         }
+        true
     }
 
     /// A job's state, for its owner (`None`: anyone, the instructor); an error when the
-    /// shared queue's database cannot be read.
+    /// database cannot be read.
     pub async fn job(&self, id: u64, owner: Option<&str>) -> Result<Option<JobState>, String> {
-        match &self.jobs {
-            Jobs::Local(queue) => Ok(queue.state(id, owner)),
-            Jobs::Shared(shared) => {
-                let owner = owner.map(str::to_string);
-                shared
-                    .db
-                    .run(move |tx| shared_queue::state(tx, id, owner.as_deref()))
-                    .await
-                    .map_err(|e| e.to_string())
-            }
-        }
-    }
-
-    /// Jobs waiting now.
-    pub fn queue_depth(&self) -> usize {
-        match &self.jobs {
-            Jobs::Local(queue) => queue.depth(),
-            Jobs::Shared(shared) => shared.snapshot().0.depth,
-        }
-    }
-
-    /// Estimated wait for a new job, in seconds.
-    pub fn estimated_wait_secs(&self) -> f64 {
-        match &self.jobs {
-            Jobs::Local(queue) => queue.estimated_wait_secs(),
-            Jobs::Shared(shared) => shared.snapshot().2,
-        }
-    }
-
-    /// Whether jobs go to the class-wide queue in PostgreSQL (a web node).
-    pub fn is_shared(&self) -> bool {
-        matches!(self.jobs, Jobs::Shared(_))
-    }
-}
-
-impl SharedJobs {
-    /// Hands the measured values of jobs finished since the last call to `listener`.
-    fn read_measurements(&self, listener: &MeasuredListener) -> Result<(), crate::db::DbError> {
-        let since = self.seen_until.lock().map(|s| *s).unwrap_or(0.0);
-        let rows = self.db.run_blocking(|tx| {
-            tx.query(
-                "SELECT params, result, finished_at FROM jobs WHERE status = 'done' AND finished_at > ?1
-                 ORDER BY finished_at LIMIT 500",
-                crate::params![since],
-            )
-        })?;
-        let mut until = since;
-        for row in rows {
-            let (params, result, finished): (String, String, f64) =
-                (row.get(0)?, row.get(1)?, row.get(2)?);
-            until = until.max(finished);
-            let result: serde_json::Value = serde_json::from_str(&result).unwrap_or_default();
-            let measured = result.get("measured");
-            let quantity = measured
-                .and_then(|m| m.get("quantity"))
-                .and_then(|q| q.as_str());
-            let value = measured
-                .and_then(|m| m.get("value"))
-                .and_then(serde_json::Value::as_f64);
-            if let (Some(quantity), Some(value)) = (quantity, value) {
-                listener(quantity, &params, value);
-            }
-        }
-        if let Ok(mut seen) = self.seen_until.lock() {
-            *seen = until;
-        }
-        Ok(())
-    }
-
-    fn snapshot(&self) -> QueueFigures {
-        self.snapshot.lock().map(|s| s.clone()).unwrap_or_default()
-    }
-
-    /// Reads the queue's figures again.
-    fn refresh(&self) -> Result<(), crate::db::DbError> {
-        let read = self.db.run_blocking(|tx| {
-            Ok((
-                shared_queue::stats(tx)?,
-                shared_queue::usage(tx)?,
-                shared_queue::estimated_wait_secs(tx)?,
-            ))
-        })?;
-        if let Ok(mut snapshot) = self.snapshot.lock() {
-            *snapshot = read;
-        }
-        Ok(())
+        let owner = owner.map(str::to_string);
+        self.db
+            .run(move |tx| jobs::state(tx, id, owner.as_deref()))
+            .await
+            .map_err(|e| e.to_string())
     }
 }

@@ -9,8 +9,7 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
-use super::backend::Backend;
-use super::queue::{JobState, panic_message};
+use super::backend::{Backend, Ran};
 use crate::experiments::Job;
 use crate::gpu::DeviceCard;
 
@@ -47,8 +46,9 @@ impl Worker {
         }
     }
 
-    /// Runs one job; after a failure or a panic, recovers the GPU for the next one.
-    pub fn run(&mut self, job: Job) -> JobState {
+    /// Runs one job (its result, or the error a student reads); after a failure or a
+    /// panic, recovers the GPU for the next one.
+    pub fn run(&mut self, job: Job) -> Result<Ran, String> {
         let outcome = {
             let current = self
                 .shared
@@ -63,19 +63,18 @@ impl Worker {
             catch_unwind(AssertUnwindSafe(|| backend.run(card, job, timeout)))
         };
         match outcome {
-            Ok(Ok(ran)) => JobState::Done { result: ran.result },
+            Ok(Ok(ran)) => Ok(ran),
             Ok(Err(error)) => {
                 self.recover();
-                JobState::Failed {
-                    error: error.to_string(),
-                }
+                Err(error.to_string())
             }
             Err(panic) => {
                 tracing::error!(panic = %panic_message(&*panic), "an experiment panicked");
                 self.recover();
-                JobState::Failed {
-                    error: format!("the experiment crashed: {}", panic_message(&*panic)),
-                }
+                Err(format!(
+                    "the experiment crashed: {}",
+                    panic_message(&*panic)
+                ))
             }
         }
     }
@@ -101,6 +100,15 @@ impl Worker {
     }
 }
 
+/// The text of a caught panic.
+pub fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
+    payload
+        .downcast_ref::<String>()
+        .cloned()
+        .or_else(|| payload.downcast_ref::<&str>().map(|s| (*s).to_string()))
+        .unwrap_or_else(|| "no message".to_string())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -123,11 +131,12 @@ mod tests {
         let mut worker = worker(Backend::Cpu);
         let state = worker.run(Job::from_fn(|_, _| panic!("kernel argument mix-up")));
         assert!(
-            matches!(&state, JobState::Failed { error } if error.contains("kernel argument mix-up")),
-            "{state:?}"
+            matches!(&state, Err(error) if error.contains("kernel argument mix-up")),
+            "{:?}",
+            state.err()
         );
         let state = worker.run(real_job());
-        assert!(matches!(state, JobState::Done { .. }), "{state:?}");
+        assert!(state.is_ok(), "{:?}", state.err());
     }
 
     #[test]
@@ -135,8 +144,9 @@ mod tests {
         let mut worker = worker(Backend::Lost("reset failed: no device".into()));
         let state = worker.run(real_job());
         assert!(
-            matches!(&state, JobState::Failed { error } if error.contains("reset failed")),
-            "{state:?}"
+            matches!(&state, Err(error) if error.contains("reset failed")),
+            "{:?}",
+            state.as_ref().err()
         );
     }
 
@@ -151,7 +161,7 @@ mod tests {
             Arc::clone(&shared),
         );
         *shared.generation.write().unwrap() += 1;
-        assert!(matches!(worker.run(real_job()), JobState::Done { .. }));
+        assert!(worker.run(real_job()).is_ok());
         assert_eq!(worker.generation, 1, "the worker caught up with the reset");
     }
 }

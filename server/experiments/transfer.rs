@@ -297,16 +297,24 @@ impl Experiment for Transfer {
                     Transfer::run_gpu(gpu, &params, &deadline),
                     |r| shape(r, 4),
                 ));
-                checks.push(checked(
+                checks.push(round_trips_arrive(
+                    gpu,
                     "transfer: pinned and pageable round trips arrive byte for byte",
-                    round_trips(gpu, (1 << 20) + 123),
-                    |wrong| (*wrong == 0, format!("{wrong} bytes differ")),
                 ));
             }
             None => checks.push(no_gpu("transfer: GPU sweep and byte-for-byte round trips")),
         }
         checks
     }
+}
+
+/// Check `name`: pinned and pageable round trips of an odd size (1 MiB + 123 bytes)
+/// arrive byte for byte. The transfer selftest runs it, and the start-up self-test
+/// (`engine::first_contact`).
+pub fn round_trips_arrive(gpu: &mut Gpu, name: &str) -> Check {
+    checked(name, round_trips(gpu, (1 << 20) + 123), |wrong| {
+        (*wrong == 0, format!("{wrong} bytes differ"))
+    })
 }
 
 /// Copies a pattern host→device→host through pinned and pageable memory (an odd size,

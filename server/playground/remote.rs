@@ -18,13 +18,36 @@ use serde_json::Value;
 
 use super::allocator::AllocConf;
 use super::{Playgrounds, snapshot};
-use crate::db::{Db, DbError, Tx};
-use crate::engine::shared_queue::NOW;
-use crate::engine::shared_worker::{LIVE_SECS, Listener};
-use crate::params;
+use crate::db::listener::Listener;
+use crate::db::playground_calls::{self, CHANNEL, PendingCall};
+use crate::db::{Db, DbError};
 
-/// The channel playground calls are announced on.
-pub const CHANNEL: &str = "gpulab_playground";
+/// Where the allocator playgrounds' memory lives, decided once at start-up: in this
+/// process (`gpulab serve`), or in the GPU workers of a class (`serve --role web`).
+pub enum Home {
+    /// This process holds them.
+    Here(std::sync::Arc<Playgrounds>),
+    /// The workers sharing this database hold them.
+    Workers(Db),
+}
+
+impl Home {
+    /// Runs `call` for `student` wherever their playground lives.
+    pub async fn call(&self, student: &str, call: Call) -> Result<Reply, RemoteError> {
+        match self {
+            Self::Here(playgrounds) => {
+                let (playgrounds, student) =
+                    (std::sync::Arc::clone(playgrounds), student.to_string());
+                // Driver and NVML calls can block: keep them off the async threads.
+                tokio::task::spawn_blocking(move || answer(&playgrounds, &student, call))
+                    .await
+                    .map_err(|e| RemoteError::Db(DbError::Task(e.to_string())))
+            }
+            Self::Workers(db) => self::call(db, student, call).await,
+        }
+    }
+}
+
 /// How long a web node waits for the worker's answer.
 pub const ANSWER_WITHIN: Duration = Duration::from_secs(5);
 
@@ -95,7 +118,9 @@ pub async fn call(db: &Db, student: &str, call: Call) -> Result<Reply, RemoteErr
         student.to_string(),
         serde_json::to_string(&call).unwrap_or_default(),
     );
-    let placed = db.run(move |tx| place(tx, &owner, &request)).await?;
+    let placed = db
+        .run(move |tx| playground_calls::place(tx, &owner, &request))
+        .await?;
     let Some((id, worker)) = placed else {
         return Err(RemoteError::NoWorker);
     };
@@ -105,19 +130,7 @@ pub async fn call(db: &Db, student: &str, call: Call) -> Result<Reply, RemoteErr
         tokio::time::sleep(pause).await;
         pause = (pause * 2).min(Duration::from_millis(25));
         let answered = db
-            .run(move |tx| {
-                let reply = tx
-                    .query_opt(
-                        "SELECT reply FROM playground_calls WHERE id = ?1 AND reply IS NOT NULL",
-                        params![id],
-                    )?
-                    .map(|row| row.get::<String>(0))
-                    .transpose()?;
-                if reply.is_some() {
-                    tx.execute("DELETE FROM playground_calls WHERE id = ?1", params![id])?;
-                }
-                Ok(reply)
-            })
+            .run(move |tx| playground_calls::take_reply(tx, id))
             .await?;
         if let Some(text) = answered {
             return serde_json::from_str(&text).map_err(|e| {
@@ -127,81 +140,15 @@ pub async fn call(db: &Db, student: &str, call: Call) -> Result<Reply, RemoteErr
             });
         }
     }
-    let _ = db
-        .run(move |tx| tx.execute("DELETE FROM playground_calls WHERE id = ?1", params![id]))
-        .await;
+    let _ = db.run(move |tx| playground_calls::forget(tx, id)).await;
     Err(RemoteError::Timeout(worker))
-}
-
-/// Finds (or assigns) the student's worker and queues the call; its id and the worker.
-fn place(tx: &mut Tx, student: &str, request: &str) -> Result<Option<(u64, String)>, DbError> {
-    // One assignment at a time, so two web nodes never give a student two owners.
-    tx.batch("SELECT pg_advisory_xact_lock(7264003)")?;
-    let live = format!("seen_at > {NOW} - {LIVE_SECS}");
-    let owner = tx.query_opt(
-        &format!(
-            "SELECT o.worker FROM playground_owners o JOIN workers w ON w.name = o.worker
-             WHERE o.student = ?1 AND w.{live}"
-        ),
-        params![student],
-    )?;
-    let worker: String = match owner {
-        Some(row) => row.get(0)?,
-        None => {
-            let least = tx.query_opt(
-                &format!(
-                    "SELECT w.name FROM workers w LEFT JOIN playground_owners o ON o.worker = w.name
-                     WHERE w.{live} GROUP BY w.name ORDER BY COUNT(o.student), w.name LIMIT 1"
-                ),
-                params![],
-            )?;
-            let Some(row) = least else { return Ok(None) };
-            let worker: String = row.get(0)?;
-            if student.is_empty() {
-                // A memory snapshot for no one in particular: any worker answers.
-                return queue_call(tx, student, &worker, request).map(Some);
-            }
-            tx.execute(
-                "INSERT INTO playground_owners (student, worker) VALUES (?1, ?2)
-                 ON CONFLICT (student) DO UPDATE SET worker = ?2",
-                params![student, worker],
-            )?;
-            worker
-        }
-    };
-    queue_call(tx, student, &worker, request).map(Some)
-}
-
-fn queue_call(
-    tx: &mut Tx,
-    student: &str,
-    worker: &str,
-    request: &str,
-) -> Result<(u64, String), DbError> {
-    let id = crate::engine::queue::random_id();
-    tx.execute(
-        &format!("INSERT INTO playground_calls (id, student, worker, request, created_at) VALUES (?1, ?2, ?3, ?4, {NOW})"),
-        params![id, student, worker, request],
-    )?;
-    tx.batch(&format!("NOTIFY {CHANNEL}"))?;
-    Ok((id, worker.to_string()))
 }
 
 /// A worker's playground thread: answers the calls addressed to `worker` until `stop`.
 pub fn serve(db: &Db, worker: &str, playgrounds: &Playgrounds, stop: &AtomicBool) {
     let mut listener = Listener::new(CHANNEL);
     while !stop.load(Ordering::Relaxed) {
-        let pending = db.run_blocking(|tx| {
-            tx.execute(
-                &format!("DELETE FROM playground_calls WHERE created_at < {NOW} - 60"),
-                params![],
-            )?;
-            tx.query(
-                "SELECT id, student, request FROM playground_calls
-                 WHERE worker = ?1 AND reply IS NULL ORDER BY id LIMIT 50",
-                params![worker],
-            )
-        });
+        let pending = db.run_blocking(|tx| playground_calls::pending(tx, worker));
         let rows = match pending {
             Ok(rows) => rows,
             Err(error) => {
@@ -214,14 +161,12 @@ pub fn serve(db: &Db, worker: &str, playgrounds: &Playgrounds, stop: &AtomicBool
             listener.wait(db, Duration::from_millis(250));
             continue;
         }
-        for row in rows {
-            let (Ok(id), Ok(student), Ok(request)) = (
-                row.get::<u64>(0),
-                row.get::<String>(1),
-                row.get::<String>(2),
-            ) else {
-                continue;
-            };
+        for PendingCall {
+            id,
+            student,
+            request,
+        } in rows
+        {
             let reply = match serde_json::from_str::<Call>(&request) {
                 Ok(call) => answer(playgrounds, &student, call),
                 Err(e) => Reply {
@@ -230,12 +175,7 @@ pub fn serve(db: &Db, worker: &str, playgrounds: &Playgrounds, stop: &AtomicBool
                 },
             };
             let text = serde_json::to_string(&reply).unwrap_or_default();
-            if let Err(error) = db.run_blocking(|tx| {
-                tx.execute(
-                    "UPDATE playground_calls SET reply = ?2 WHERE id = ?1",
-                    params![id, text],
-                )
-            }) {
+            if let Err(error) = db.run_blocking(|tx| playground_calls::answer(tx, id, &text)) {
                 tracing::warn!(%error, "cannot answer a playground call");
             }
         }

@@ -14,7 +14,7 @@ use crate::course::html::{escape, inline_code};
 use crate::course::search::SectionRef;
 use crate::db::class_summary::MissedByStudents;
 use crate::db::experiment_history::StoredRun;
-use crate::engine::queue::QueueStats;
+use crate::engine::QueueStats;
 use crate::web::page::Layout;
 
 /// The class gradebook.

@@ -1,18 +1,16 @@
-//! This server's recent measurements, for hardware-graded quiz questions: every
-//! experiment run that measured its prediction quantity is remembered here (by quantity
-//! and validated parameters) by the worker's finish listener. Grading a question takes
-//! a measurement from the last [`FRESH`] interval, else the latest one of any age (and
+//! This server's measurements, for hardware-graded quiz questions and the script
+//! doctor, read from the database ([`crate::db::measurements`], written by the worker
+//! with the run's result), in both modes, so a web node sees what any worker measured. Grading a question takes a
+//! measurement from the last [`FRESH`] interval, else the latest one of any age (and
 //! refreshes it in the background), else runs the experiment once (one run at a time)
 //! and waits a few seconds for it. A question still without a measurement is not
 //! counted in that attempt: a quiz submission never fails because the GPU is busy.
 
-use std::collections::HashMap;
-use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use crate::config::Limits;
 use crate::course::quiz::MeasuredKey;
-use crate::engine::queue::JobState;
+use crate::db::{self, Db, DbError};
 use crate::web::state::AppState;
 
 /// How old a measurement may be and still grade an answer without a new run.
@@ -21,47 +19,65 @@ pub const FRESH: Duration = Duration::from_secs(30 * 60);
 /// The owner a grading run is queued under (not a student).
 pub const GRADER: &str = "quiz-grader";
 
-/// Recent measurements by (quantity, parameters as compact JSON).
-#[derive(Default)]
+/// The measurements in the run history, and the one grading run at a time.
 pub struct Measurements {
-    recent: Mutex<HashMap<(String, String), (f64, Instant)>>,
+    db: Db,
     measuring: tokio::sync::Mutex<()>,
 }
 
 impl Measurements {
-    /// Remembers `value` of `quantity` measured with `params` (compact JSON) now.
-    pub fn record(&self, quantity: &str, params: &str, value: f64) {
-        if let Ok(mut recent) = self.recent.lock() {
-            recent.insert(
-                (quantity.to_string(), params.to_string()),
-                (value, Instant::now()),
-            );
+    /// Reads measurements from `db`.
+    pub fn new(db: Db) -> Self {
+        Self {
+            db,
+            measuring: tokio::sync::Mutex::new(()),
         }
     }
 
-    /// The latest value no older than `max_age` (any age with `None`).
-    pub fn latest(&self, quantity: &str, params: &str, max_age: Option<Duration>) -> Option<f64> {
-        let recent = self.recent.lock().ok()?;
-        let (value, at) = recent.get(&(quantity.to_string(), params.to_string()))?;
-        max_age
-            .is_none_or(|age| at.elapsed() <= age)
-            .then_some(*value)
+    /// The latest value of `quantity` measured with `params` (compact JSON), no older
+    /// than `max_age` (any age with `None`).
+    pub async fn latest(
+        &self,
+        quantity: &str,
+        params: &str,
+        max_age: Option<Duration>,
+    ) -> Option<f64> {
+        let (quantity, params) = (quantity.to_string(), params.to_string());
+        let max_age = max_age.map(|age| age.as_secs_f64());
+        self.db
+            .run(move |tx| db::measurements::latest(tx, &quantity, &params, max_age))
+            .await
+            .ok()
+            .flatten()
     }
 
-    /// The newest value of `quantity` measured with any parameters, and when.
-    pub fn newest(&self, quantity: &str) -> Option<(f64, Instant)> {
-        let recent = self.recent.lock().ok()?;
-        recent
-            .iter()
-            .filter(|((q, _), _)| q == quantity)
-            .map(|(_, (value, at))| (*value, *at))
-            .max_by_key(|(_, at)| *at)
+    /// The newest value of `quantity` measured with any parameters.
+    pub async fn newest(&self, quantity: &str) -> Option<f64> {
+        let quantity = quantity.to_string();
+        self.db
+            .run(move |tx| db::measurements::newest(tx, &quantity))
+            .await
+            .ok()
+            .flatten()
     }
 
-    /// Remembers `value` for the question key `key` (what a run would record).
-    pub fn record_for(&self, key: &MeasuredKey, limits: &Limits, value: f64) {
-        if let Some(params) = canonical(key, limits) {
-            self.record(&key.quantity, &params, value);
+    /// Records `value` of `quantity` measured with `params` (compact JSON) now, as a
+    /// run would (seeding a server's measurements; blocks on the database).
+    pub fn record(&self, quantity: &str, params: &str, value: f64) -> Result<(), DbError> {
+        self.db
+            .run_blocking(|tx| db::measurements::record(tx, quantity, params, value))
+    }
+
+    /// Records `value` for the question key `key` as measured now, as a run of it would.
+    pub fn record_for(
+        &self,
+        key: &MeasuredKey,
+        limits: &Limits,
+        value: f64,
+    ) -> Result<(), DbError> {
+        match canonical(key, limits) {
+            Some(params) => self.record(&key.quantity, &params, value),
+            None => Ok(()),
         }
     }
 }
@@ -82,7 +98,7 @@ pub fn canonical(key: &MeasuredKey, limits: &Limits) -> Option<String> {
 pub const FIRST_WAIT: Duration = Duration::from_secs(5);
 
 /// Runs the experiment behind `key` once (one run at a time) unless a fresh value
-/// appeared meanwhile; the finish listener remembers the value.
+/// appeared meanwhile; the worker records the value with the run.
 async fn refresh(state: AppState, key: MeasuredKey) {
     let Some(experiment) = crate::experiments::find(&key.experiment) else {
         return;
@@ -95,6 +111,7 @@ async fn refresh(state: AppState, key: MeasuredKey) {
     if state
         .measurements
         .latest(&key.quantity, &params, Some(FRESH))
+        .await
         .is_some()
     {
         return;
@@ -103,14 +120,7 @@ async fn refresh(state: AppState, key: MeasuredKey) {
         return;
     };
     let deadline = Instant::now() + Duration::from_secs(state.engine.limits.job_timeout_secs + 10);
-    // This process's finish listener remembers the value; a web node on the shared
-    // queue (whose workers run elsewhere) reads it off the result.
-    if let Some(JobState::Done { result }) = state.engine.finished(id, Some(deadline)).await
-        && let Some(measured) = result.get("measured")
-        && let Some(value) = measured.get("value").and_then(serde_json::Value::as_f64)
-    {
-        state.measurements.record(&key.quantity, &params, value);
-    }
+    let _ = state.engine.finished(id, Some(deadline)).await;
 }
 
 /// This server's value for `key`: a fresh one; else the latest of any age (and a new
@@ -119,30 +129,13 @@ async fn refresh(state: AppState, key: MeasuredKey) {
 pub async fn value_for(state: &AppState, key: &MeasuredKey) -> Option<f64> {
     let params = canonical(key, &state.engine.limits)?;
     let latest = |age| state.measurements.latest(&key.quantity, &params, age);
-    if let Some(value) = latest(Some(FRESH)) {
+    if let Some(value) = latest(Some(FRESH)).await {
         return Some(value);
     }
-    if let Some(stale) = latest(None) {
+    if let Some(stale) = latest(None).await {
         tokio::spawn(refresh(state.clone(), key.clone()));
         return Some(stale);
     }
     let _ = tokio::time::timeout(FIRST_WAIT, refresh(state.clone(), key.clone())).await;
-    latest(None)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn newest_takes_the_latest_value_of_a_quantity_over_any_parameters() {
-        let measurements = Measurements::default();
-        assert!(measurements.newest("timing.underestimate_factor").is_none());
-        measurements.record("timing.underestimate_factor", "{\"n\":1}", 3.0);
-        std::thread::sleep(Duration::from_millis(2));
-        measurements.record("timing.underestimate_factor", "{\"n\":2}", 7.5);
-        measurements.record("streams.best_speedup", "{}", 1.9);
-        let (value, _) = measurements.newest("timing.underestimate_factor").unwrap();
-        assert_eq!(value, 7.5);
-    }
+    latest(None).await
 }

@@ -15,6 +15,7 @@
 
 pub mod assets;
 pub mod calibration;
+pub mod class_round;
 pub mod encoded;
 pub mod error;
 pub mod extract;

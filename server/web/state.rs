@@ -4,8 +4,7 @@
 //! course, opening the database and starting the engine; nothing in it knows about
 //! routes, so handlers depend on the state and never the reverse.
 
-use std::collections::HashSet;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use super::assets::Assets;
 use super::guard::AddressLimiter;
@@ -15,8 +14,6 @@ use super::page::{Layout, Prerendered};
 use crate::config::Config;
 use crate::course::problem::Problems;
 use crate::course::{ContentSource, Course};
-use crate::db::experiment_history;
-use crate::db::predictions;
 use crate::db::{Db, DbError};
 use crate::engine::Engine;
 use crate::metrics::Metrics;
@@ -52,8 +49,6 @@ pub struct Shared {
     pub db: Db,
     /// The experiment engine (GPU or CPU) and its queue.
     pub engine: Engine,
-    /// Instructor session ids issued since start-up.
-    pub instructor_sessions: Arc<Mutex<HashSet<String>>>,
     /// Per-student experiment rate limit.
     pub experiment_limiter: Arc<StudentLimiter>,
     /// Per-student quiz and exam attempt rate limit.
@@ -71,8 +66,6 @@ pub struct Shared {
     pub metrics: Arc<Metrics>,
     /// This server's recent measurements (hardware-graded quiz questions).
     pub measurements: Arc<crate::web::measurements::Measurements>,
-    /// The class round the instructor opened, if any.
-    pub round: crate::web::routes::class_round::RoundSlot,
 }
 
 /// Why the server could not start.
@@ -113,7 +106,7 @@ impl AppState {
         let layout = Layout::new(&course.title, &assets);
         // The engine picks the device first: every lesson header says what it is.
         let engine = match config.role {
-            crate::config::Role::All => Engine::start(config.limits.clone()),
+            crate::config::Role::All => Engine::start(config.limits.clone(), db.clone()),
             crate::config::Role::Web if db.dialect() == crate::db::Dialect::Postgres => {
                 Engine::web(config.limits.clone(), db.clone())
             }
@@ -135,8 +128,7 @@ impl AppState {
                 );
             })
             .ok();
-        let measurements = Arc::new(crate::web::measurements::Measurements::default());
-        record_experiment_history(&engine, &db, &measurements);
+        let measurements = Arc::new(crate::web::measurements::Measurements::new(db.clone()));
         let metrics = Metrics::new(engine.clone());
         Ok(Self(Arc::new(Shared {
             experiment_limiter: Arc::new(StudentLimiter::new(config.limits.experiments_per_minute)),
@@ -156,36 +148,7 @@ impl AppState {
             device: Arc::new(device),
             db,
             engine,
-            instructor_sessions: Arc::default(),
-            round: Arc::default(),
             measurements,
         })))
     }
-}
-
-/// Every experiment that runs is written to the database's history by the worker that
-/// ran it, before its result is readable.
-fn record_experiment_history(
-    engine: &Engine,
-    db: &Db,
-    measurements: &Arc<crate::web::measurements::Measurements>,
-) {
-    let db = db.clone();
-    let measurements = Arc::clone(measurements);
-    engine.on_measured(move |quantity, params, value| measurements.record(quantity, params, value));
-    engine.on_run_finished(move |report| {
-        let (run, prediction) = crate::engine::shared_worker::history_rows(report);
-        // One transaction: the run and its prediction are on record together, before
-        // the result (and the prediction's reveal) is readable.
-        let stored = db.run_blocking(|tx| {
-            experiment_history::record(tx, &run)?;
-            if let Some(row) = &prediction {
-                predictions::record(tx, row)?;
-            }
-            Ok(())
-        });
-        if let Err(error) = stored {
-            tracing::error!(%error, "could not record an experiment (and its prediction) in the history");
-        }
-    });
 }

@@ -17,7 +17,8 @@ pub fn seed_measurements(state: &gpulab::web::state::AppState) {
         for key in quiz.questions.iter().filter_map(|q| q.measured.as_ref()) {
             state
                 .measurements
-                .record_for(key, &state.engine.limits, MEASURED_SEED);
+                .record_for(key, &state.engine.limits, MEASURED_SEED)
+                .expect("the measurement is stored");
         }
     }
 }

@@ -16,10 +16,10 @@ use serde::Serialize;
 
 use crate::cpu::Mat;
 use crate::experiments::precision::{Format, tolerance};
-use crate::experiments::training::{TrainParams, gpu as training_gpu, model};
-use crate::experiments::{Check, ExperimentError, Outcome};
+use crate::experiments::training::{self, TrainParams};
+use crate::experiments::transfer;
+use crate::experiments::{Check, Outcome};
 use crate::gpu::Gpu;
-use crate::measure::Deadline;
 
 pub mod gemm;
 
@@ -105,7 +105,10 @@ pub fn gpu_checks(gpu: &mut Gpu) -> Vec<Check> {
     let mut checks = gemm::checks(gpu);
     checks.push(training_step(gpu));
     checks.push(kernel(gpu));
-    checks.push(pinned_round_trip(gpu));
+    checks.push(transfer::round_trips_arrive(
+        gpu,
+        "first contact: pinned and pageable copies host→device→host, byte for byte",
+    ));
     checks.extend(injected());
     checks
 }
@@ -129,9 +132,9 @@ pub fn cpu_checks() -> Vec<Check> {
     checks
 }
 
-/// One optimiser step (two, to see the update land) on the GPU and the CPU.
+/// One optimiser step (two, to see the update land) on the GPU and the CPU: the
+/// training experiment's own check.
 fn training_step(gpu: &mut Gpu) -> Check {
-    let label = "first contact: training step, GPU loss vs CPU (fp32, Adam)";
     let params = TrainParams {
         batch: 32,
         hidden: 16,
@@ -139,29 +142,12 @@ fn training_step(gpu: &mut Gpu) -> Check {
         log_every: 1,
         ..TrainParams::default()
     };
-    let deadline = Deadline::after(std::time::Duration::from_secs(60));
-    let both = model::run_cpu(&params, &deadline)
-        .and_then(|cpu| training_gpu::run(gpu, &params, &deadline).map(|gpu| (gpu, cpu)));
-    match both {
-        Ok((g, c)) => {
-            let worst = g
-                .loss_curve
-                .iter()
-                .zip(&c.loss_curve)
-                .map(|(a, b)| f64::from((a.loss - b.loss).abs() / b.loss.abs().max(1e-3)))
-                .fold(0.0, f64::max);
-            let same_length = g.loss_curve.len() == c.loss_curve.len() && !c.loss_curve.is_empty();
-            Check::expect(
-                label,
-                same_length && worst <= 1e-3,
-                format!(
-                    "largest relative loss difference {worst:.1e} over {} steps",
-                    g.loss_curve.len()
-                ),
-            )
-        }
-        Err(e) => Check::error(label, e),
-    }
+    training::gpu_matches_cpu(
+        gpu,
+        "first contact: training step, GPU loss vs CPU (fp32, Adam)".into(),
+        &params,
+        1e-3,
+    )
 }
 
 fn kernel(gpu: &Gpu) -> Check {
@@ -177,34 +163,6 @@ fn kernel(gpu: &Gpu) -> Check {
                 out.iter().zip(&expected).filter(|(a, b)| a == b).count(),
                 expected.len()
             ),
-        ),
-        Err(e) => Check::error(label, e),
-    }
-}
-
-fn pinned_round_trip(gpu: &Gpu) -> Check {
-    let label = "first contact: pinned copy host→device→host, byte for byte";
-    let len = (1 << 20) + 3;
-    let run = || -> Result<bool, ExperimentError> {
-        let stream = gpu.stream();
-        let mut sent = gpu.pinned::<u8>(len)?;
-        let sent = sent.as_mut_slice()?;
-        for (i, byte) in sent.iter_mut().enumerate() {
-            *byte = ((i * 31 + 7) % 251) as u8;
-        }
-        let mut device = stream.zeros::<u8>(len)?;
-        stream.copy_to_device(sent, &mut device)?;
-        let mut back = gpu.pinned::<u8>(len)?;
-        let back = back.as_mut_slice()?;
-        stream.copy_to_host(&device, back)?;
-        stream.sync()?;
-        Ok(sent == back)
-    };
-    match run() {
-        Ok(same) => Check::expect(
-            label,
-            same,
-            format!("{len} bytes {}", if same { "identical" } else { "differ" }),
         ),
         Err(e) => Check::error(label, e),
     }

@@ -359,27 +359,37 @@ impl Experiment for Training {
                         precision.name(),
                         optimizer.name()
                     );
-                    let curves = model::run_cpu(&params, &deadline)
-                        .and_then(|cpu| gpu::run(gpu, &params, &deadline).map(|gpu| (gpu, cpu)));
-                    checks.push(checked(name, curves, |(g, c)| {
-                        let worst = g
-                            .loss_curve
-                            .iter()
-                            .zip(&c.loss_curve)
-                            .map(|(a, b)| f64::from((a.loss - b.loss).abs() / b.loss.abs().max(1e-3)))
-                            .fold(0.0, f64::max);
-                        (
-                            g.loss_curve.len() == c.loss_curve.len() && worst <= tolerance,
-                            format!(
-                                "largest relative loss difference {worst:.2e} over {} points (tolerance {tolerance:.0e})",
-                                g.loss_curve.len()
-                            ),
-                        )
-                    }));
+                    checks.push(gpu_matches_cpu(gpu, name, &params, tolerance));
                 }
             }
             None => checks.push(no_gpu("training: GPU loss curves vs CPU")),
         }
         checks
     }
+}
+
+/// Check `name`: training with `params` on the GPU gives the CPU's loss curve, each
+/// point within `tolerance` (relative). The training selftest runs it at small sizes,
+/// and the start-up self-test (`engine::first_contact`) runs it once.
+pub fn gpu_matches_cpu(gpu: &mut Gpu, name: String, params: &TrainParams, tolerance: f64) -> Check {
+    let deadline = Deadline::after(std::time::Duration::from_secs(60));
+    let curves = model::run_cpu(params, &deadline)
+        .and_then(|cpu| gpu::run(gpu, params, &deadline).map(|gpu| (gpu, cpu)));
+    checked(name, curves, |(g, c)| {
+        let worst = g
+            .loss_curve
+            .iter()
+            .zip(&c.loss_curve)
+            .map(|(a, b)| f64::from((a.loss - b.loss).abs() / b.loss.abs().max(1e-3)))
+            .fold(0.0, f64::max);
+        (
+            g.loss_curve.len() == c.loss_curve.len()
+                && !c.loss_curve.is_empty()
+                && worst <= tolerance,
+            format!(
+                "largest relative loss difference {worst:.2e} over {} points (tolerance {tolerance:.0e})",
+                g.loss_curve.len()
+            ),
+        )
+    })
 }

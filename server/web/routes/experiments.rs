@@ -13,7 +13,7 @@ use axum::response::{IntoResponse, Response};
 use serde::Serialize;
 use serde_json::{Value, json};
 
-use crate::engine::queue::Refused;
+use crate::engine::Refused;
 use crate::experiments::{DynExperiment, ParamError, REGISTRY, Rule};
 use crate::gpu::DeviceCard;
 use crate::gpu::doctor::Report;
@@ -79,7 +79,7 @@ pub async fn device(State(state): State<AppState>) -> Json<DeviceInfo> {
     };
     Json(DeviceInfo {
         device: (*state.engine.card).clone(),
-        queue_depth: state.engine.queue_depth(),
+        queue_depth: state.engine.queue_depth().await,
         limits: json!({
             "queue_capacity": limits.queue_length,
             "job_timeout_secs": limits.job_timeout_secs,
@@ -203,7 +203,7 @@ pub async fn submit(
                 job_id: id,
                 status: "queued",
                 position,
-                estimated_wait_secs: state.engine.estimated_wait_secs().round(),
+                estimated_wait_secs: state.engine.estimated_wait_secs().await.round(),
                 poll: format!("/api/jobs/{id}"),
             }),
         )
@@ -215,13 +215,13 @@ pub async fn submit(
             ),
         )),
         Err(Refused::AddressBusy { limit }) => Ok(too_many(
-            (state.engine.estimated_wait_secs().ceil() as u64).max(1),
+            (state.engine.estimated_wait_secs().await.ceil() as u64).max(1),
             format!(
                 "Your network address already has {limit} experiments waiting, the most one address may while the class shares the GPU (the instructor can raise it with --pending-per-address when the class shares one address). Try again when one has started."
             ),
         )),
         Err(Refused::TooManyPending { limit }) => Ok(too_many(
-            (state.engine.estimated_wait_secs().ceil() as u64).max(1),
+            (state.engine.estimated_wait_secs().await.ceil() as u64).max(1),
             format!(
                 "You already have {limit} experiments waiting, the most one student may while the class shares the GPU. Wait for one of them to start, then try again."
             ),

@@ -28,7 +28,7 @@ pub async fn healthz() -> Json<serde_json::Value> {
 /// why.
 pub async fn readyz(State(state): State<AppState>) -> Response {
     let database = state.db.writability().await;
-    let stats = state.engine.stats();
+    let stats = state.engine.stats().await;
     let contact = &state.engine.first_contact;
     let ready = database.ok() && contact.ok();
     let body = json!({

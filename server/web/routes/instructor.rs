@@ -14,6 +14,7 @@ use axum::response::{Html, IntoResponse, Redirect, Response};
 use axum_extra::extract::CookieJar;
 
 use super::instructor_cockpit::{ClassData, live_view};
+use crate::db::instructor_sessions;
 use crate::web::error::AppError;
 use crate::web::gradebook_table::{GradebookQuery, SortKey, View, quiz_figures};
 use crate::web::identity::{CookiePolicy, private_cookie, random_token};
@@ -41,10 +42,9 @@ fn token(state: &AppState) -> Result<&str, AppError> {
 /// Who is asking, as far as instructor access goes: the session cookie, a bearer token
 /// and the network address (for the sign-in guard).
 pub struct Caller {
-    session: Option<String>,
-    /// On a web node of a class: the session is signed in (the database keeps the
-    /// class's sign-ins, so every web node knows them).
-    signed_in_for_class: bool,
+    /// The session cookie names a sign-in the database knows (every web node of a
+    /// class sees the same sign-ins).
+    signed_in: bool,
     bearer: Option<String>,
     address: Option<IpAddr>,
 }
@@ -57,14 +57,12 @@ impl FromRequestParts<AppState> for Caller {
         state: &AppState,
     ) -> Result<Self, Self::Rejection> {
         let jar = CookieJar::from_request_parts(parts, state).await?;
-        let session = jar.get(SESSION_COOKIE).map(|c| c.value().to_string());
-        let signed_in_for_class = match &session {
-            Some(id) if state.engine.is_shared() => shared_session(state, id).await,
-            _ => false,
+        let signed_in = match jar.get(SESSION_COOKIE) {
+            Some(cookie) => signed_in(state, cookie.value()).await,
+            None => false,
         };
         Ok(Self {
-            session,
-            signed_in_for_class,
+            signed_in,
             bearer: parts
                 .headers
                 .get(header::AUTHORIZATION)
@@ -80,18 +78,7 @@ impl FromRequestParts<AppState> for Caller {
 /// counts as a sign-in attempt for the guard, like the form.
 fn authorised(state: &AppState, caller: &Caller) -> Result<bool, AppError> {
     let expected = token(state)?;
-    let session = if state.engine.is_shared() {
-        caller.signed_in_for_class
-    } else {
-        caller.session.as_ref().is_some_and(|id| {
-            state
-                .instructor_sessions
-                .lock()
-                .map(|s| s.contains(id))
-                .unwrap_or(false)
-        })
-    };
-    if session {
+    if caller.signed_in {
         return Ok(true);
     }
     let Some(given) = &caller.bearer else {
@@ -224,8 +211,10 @@ pub async fn gradebook(
         missed: missed_in_course_order(&state.course, class.missed),
         live: live_view(&state).await?,
         round: {
-            super::class_round::sync(&state).await?;
-            super::class_round::instructor_view(&state.round)
+            crate::web::class_round::current(&state)
+                .await?
+                .as_ref()
+                .map(super::class_round::instructor_view)
         },
         round_choices: crate::experiments::REGISTRY
             .iter()
@@ -269,28 +258,11 @@ pub async fn login(
         return Ok((StatusCode::UNAUTHORIZED, Html(page.render()?)).into_response());
     }
     let session = random_token();
-    if !state.engine.is_shared()
-        && let Ok(mut sessions) = state.instructor_sessions.lock()
-    {
-        sessions.insert(session.clone());
-    }
-    if state.engine.is_shared() {
-        let hashed = session_key(&session);
-        state
-            .db
-            .run(move |tx| {
-                let now = crate::engine::shared_queue::NOW;
-                tx.execute(
-                    &format!("DELETE FROM instructor_sessions WHERE created_at < {now} - ?1"),
-                    crate::params![SESSION_SECS],
-                )?;
-                tx.execute(
-                    &format!("INSERT INTO instructor_sessions (id, created_at) VALUES (?1, {now})"),
-                    crate::params![hashed],
-                )
-            })
-            .await?;
-    }
+    let key = session_key(&session);
+    state
+        .db
+        .run(move |tx| instructor_sessions::sign_in(tx, &key))
+        .await?;
     let mut response = Redirect::to("/instructor").into_response();
     response.headers_mut().append(
         header::SET_COOKIE,
@@ -301,31 +273,18 @@ pub async fn login(
 
 /// `POST /instructor/logout`.
 pub async fn logout(State(state): State<AppState>, jar: CookieJar) -> Redirect {
-    if let (Some(cookie), Ok(mut sessions)) =
-        (jar.get(SESSION_COOKIE), state.instructor_sessions.lock())
-    {
-        sessions.remove(cookie.value());
-    }
-    if let Some(cookie) = jar.get(SESSION_COOKIE).filter(|_| state.engine.is_shared()) {
-        let hashed = session_key(cookie.value());
+    if let Some(cookie) = jar.get(SESSION_COOKIE) {
+        let key = session_key(cookie.value());
         let signed_out = state
             .db
-            .run(move |tx| {
-                tx.execute(
-                    "DELETE FROM instructor_sessions WHERE id = ?1",
-                    crate::params![hashed],
-                )
-            })
+            .run(move |tx| instructor_sessions::sign_out(tx, &key))
             .await;
         if let Err(error) = signed_out {
-            tracing::warn!(%error, "could not end the instructor session on the other web nodes");
+            tracing::warn!(%error, "could not end the instructor session");
         }
     }
     Redirect::to("/instructor")
 }
-
-/// How long an instructor sign-in lasts (the cookie's one day).
-const SESSION_SECS: f64 = 24.0 * 3600.0;
 
 /// What the database keeps of a session: its SHA-256, so reading the table signs no one in.
 fn session_key(session: &str) -> String {
@@ -336,20 +295,12 @@ fn session_key(session: &str) -> String {
         .collect()
 }
 
-/// Whether `session` was signed in on any web node of the class in the last day.
-async fn shared_session(state: &AppState, session: &str) -> bool {
-    let hashed = session_key(session);
-    let found = state
+/// Whether `session` is signed in (on any web node of the class).
+async fn signed_in(state: &AppState, session: &str) -> bool {
+    let key = session_key(session);
+    state
         .db
-        .run(move |tx| {
-            let sql = format!(
-                "SELECT 1 FROM instructor_sessions WHERE id = ?1 AND created_at > {} - ?2",
-                crate::engine::shared_queue::NOW
-            );
-            Ok(tx
-                .query_opt(&sql, crate::params![hashed, SESSION_SECS])?
-                .is_some())
-        })
-        .await;
-    found.unwrap_or(false)
+        .run(move |tx| instructor_sessions::is_signed_in(tx, &key))
+        .await
+        .unwrap_or(false)
 }

@@ -131,9 +131,10 @@ pub async fn live_view(state: &AppState) -> Result<LiveView, AppError> {
     let now: HashMap<String, (u64, u64)> = state
         .engine
         .usage()
+        .await
         .into_iter()
         .map(|(id, u)| {
-            let active = u.submitted.saturating_sub(u.rejected + u.done + u.failed);
+            let active = u.submitted.saturating_sub(u.done + u.failed);
             (id, (active, u.rejected))
         })
         .collect();
@@ -161,24 +162,13 @@ pub async fn live_view(state: &AppState) -> Result<LiveView, AppError> {
             }
         })
         .collect();
-    let taken_at = state
-        .db
-        .run(|tx| {
-            // The database's clock, to the second (as the pages show it).
-            let now = crate::db::migrations::now(tx);
-            tx.query_row(
-                &format!("SELECT substr({now}, 1, 19) || 'Z'"),
-                crate::params![],
-            )?
-            .get::<String>(0)
-        })
-        .await?;
+    let taken_at = state.db.run(gradebook::clock_text).await?;
     Ok(LiveView {
         device: state.engine.card.name.clone(),
         backend: state.engine.card.kind,
         memory_used_mib: mib(used),
         memory_total_mib: mib(total),
-        queue: state.engine.stats(),
+        queue: state.engine.stats().await,
         gpu_use,
         recent: recent
             .into_iter()
@@ -223,16 +213,7 @@ async fn student_by_pseudonym(
         .to_string();
     let found = state
         .db
-        .run(move |tx| {
-            let key = gradebook::pseudonym_key(tx)?;
-            for row in tx.query("SELECT id FROM students", crate::params![])? {
-                let id: String = row.get(0)?;
-                if gradebook::pseudonym(&key, &id) == given {
-                    return Ok(Some(id));
-                }
-            }
-            Ok(None)
-        })
+        .run(move |tx| gradebook::student_by_pseudonym(tx, &given))
         .await?;
     found.ok_or_else(|| {
         AppError::Invalid(format!(

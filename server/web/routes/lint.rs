@@ -17,7 +17,6 @@ use crate::web::error::{ApiError, AppError};
 use crate::web::extract;
 use crate::web::identity::StudentId;
 use crate::web::lint_page::LintPage;
-use crate::web::measurements::Measurements;
 use crate::web::state::AppState;
 
 /// Checks one student may run per minute.
@@ -79,31 +78,31 @@ async fn run_check(
         }
         LintError::Timeout => AppError::Invalid(format!("{error}.")),
     })?;
-    Ok(findings
-        .iter()
-        .map(|finding| {
-            let mut explained = Explained::new(finding);
-            explained.measured = measured_cost(state, finding);
-            explained
-        })
-        .collect())
+    let mut explained = Vec::with_capacity(findings.len());
+    for finding in &findings {
+        let mut one = Explained::new(finding);
+        one.measured = measured_cost(state, finding).await;
+        explained.push(one);
+    }
+    Ok(explained)
 }
 
 /// The sentence quoting this server's latest measurement of the cost behind
-/// `finding`'s rule.
-fn measured_cost(state: &AppState, finding: &lint::Finding) -> Option<String> {
-    measured_sentence(state.device.gpu, &state.measurements, finding.rule())
-}
-
-/// The sentence quoting the newest measurement of `rule`'s cost: only on a GPU (a CPU
-/// stand-in never speaks for a GPU), and only when an experiment run has measured it.
-pub fn measured_sentence(on_gpu: bool, measurements: &Measurements, rule: &Rule) -> Option<String> {
-    if !on_gpu {
+/// `finding`'s rule (only on a GPU: a CPU stand-in never speaks for a GPU).
+async fn measured_cost(state: &AppState, finding: &lint::Finding) -> Option<String> {
+    let rule = finding.rule();
+    let (quantity, _) = rule.experiment.as_ref()?.measured?;
+    if !state.device.gpu {
         return None;
     }
-    let (quantity, sentence) = rule.experiment.as_ref()?.measured?;
-    let (value, _) = measurements.newest(quantity)?;
-    Some(sentence.replace("{value}", &format_factor(value)))
+    measured_sentence(rule, state.measurements.newest(quantity).await)
+}
+
+/// The sentence quoting `newest`, the latest measurement of `rule`'s cost, when an
+/// experiment run has measured it.
+pub fn measured_sentence(rule: &Rule, newest: Option<f64>) -> Option<String> {
+    let (_, sentence) = rule.experiment.as_ref()?.measured?;
+    Some(sentence.replace("{value}", &format_factor(newest?)))
 }
 
 /// `GET /lint`: the empty form.
@@ -172,28 +171,17 @@ mod tests {
     use crate::lint::catalog::rule;
 
     #[test]
-    fn a_measured_cost_is_quoted_only_from_a_gpu_measurement() {
-        let measurements = Measurements::default();
+    fn a_measured_cost_is_quoted_only_from_a_measurement() {
         let sync = rule("GL101");
-        assert_eq!(
-            measured_sentence(true, &measurements, sync),
-            None,
-            "nothing measured yet"
-        );
-        measurements.record("training.log_every_step_slowdown", "{}", 1.6);
-        let sentence = measured_sentence(true, &measurements, sync).unwrap();
+        assert_eq!(measured_sentence(sync, None), None, "nothing measured yet");
+        let sentence = measured_sentence(sync, Some(1.6)).unwrap();
         assert!(sentence.contains("1.6×"), "{sentence}");
         assert!(
             !sentence.contains("{value}") && !sentence.contains("××"),
             "{sentence}"
         );
         assert_eq!(
-            measured_sentence(false, &measurements, sync),
-            None,
-            "a CPU run is no GPU cost"
-        );
-        assert_eq!(
-            measured_sentence(true, &measurements, rule("GL401")),
+            measured_sentence(rule("GL401"), Some(1.6)),
             None,
             "no experiment"
         );

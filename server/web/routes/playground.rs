@@ -15,7 +15,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use crate::playground::allocator::AllocConf;
-use crate::playground::remote::{self, Call, RemoteError, Reply};
+use crate::playground::remote::{Call, RemoteError, Reply};
 use crate::playground::{PlaygroundView, Snapshot};
 use crate::web::error::{ApiError, AppError, ErrorBody};
 use crate::web::identity::StudentId;
@@ -43,19 +43,18 @@ pub async fn view(
     Ok(Json(run_call(&state, &student.0, Call::View).await?.body))
 }
 
-/// Runs a playground call in this process, or, on a web node of a class served by
-/// separate GPU workers, on the worker that owns this student's playground.
+/// Runs a playground call wherever this student's playground lives (decided once at
+/// start-up: [`crate::playground::remote::Home`]).
 async fn run_call(state: &AppState, student: &str, call: Call) -> Result<Reply, ApiError> {
-    if state.engine.is_shared() {
-        return remote::call(&state.db, student, call)
-            .await
-            .map_err(|e| match e {
-                RemoteError::Db(e) => AppError::from(e).into(),
-                other => AppError::Unavailable(other.to_string()).into(),
-            });
-    }
-    let (playgrounds, student) = (state.engine.playgrounds.clone(), student.to_string());
-    Ok(off_async(move || remote::answer(&playgrounds, &student, call)).await)
+    state
+        .engine
+        .playground
+        .call(student, call)
+        .await
+        .map_err(|e| match e {
+            RemoteError::Db(e) => AppError::from(e).into(),
+            other => AppError::Unavailable(other.to_string()).into(),
+        })
 }
 
 /// The body of a change, or its error (the playground is then unchanged).
@@ -63,15 +62,6 @@ fn changed(reply: Reply) -> Result<Value, ApiError> {
     match reply.error {
         Some(error) => Err(AppError::Invalid(error).into()),
         None => Ok(reply.body),
-    }
-}
-
-/// Runs `work` (driver and NVML calls, which can block) on the blocking pool, so the
-/// async threads keep serving pages meanwhile.
-async fn off_async<T: Send + 'static>(work: impl FnOnce() -> T + Send + 'static) -> T {
-    match tokio::task::spawn_blocking(work).await {
-        Ok(value) => value,
-        Err(join) => std::panic::resume_unwind(join.into_panic()),
     }
 }
 

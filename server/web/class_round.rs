@@ -1,0 +1,247 @@
+//! A class round's state machine and scoring (predict, then measure, for the whole class
+//! at once): open → (students predict) → running → revealed or failed; closing ends it.
+//! The round lives in the database (`rounds`, `round_predictions`), in both modes, so
+//! every web node of a class — and a one-box server — shows the same round; each call
+//! here reads it fresh. Running it queues the experiment once; when the job finishes, a
+//! task stores the value it measured (read from the queue, typed) and every prediction,
+//! scored, in one transaction, and every page reveals it together. The HTTP side is
+//! [`crate::web::routes::class_round`]: it parses, calls this and renders.
+
+use std::collections::HashMap;
+
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::course::predictions::Question;
+use crate::db::predictions::PredictionRow;
+use crate::db::{jobs, rounds};
+use crate::engine::JobState;
+use crate::experiments::prediction::{self, Score};
+use crate::web::error::AppError;
+use crate::web::state::AppState;
+
+/// Where a round stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Status {
+    /// Taking predictions.
+    Open,
+    /// Running on the GPU; predictions closed.
+    Running,
+    /// Measured and revealed.
+    Revealed,
+    /// The run failed (the round shows why).
+    Failed,
+}
+
+impl Status {
+    /// The name pages, the API and the database use.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Open => "open",
+            Self::Running => "running",
+            Self::Revealed => "revealed",
+            Self::Failed => "failed",
+        }
+    }
+}
+
+/// The round in progress, as stored.
+#[derive(Debug, Clone)]
+pub struct Round {
+    /// Its id.
+    pub id: i64,
+    /// The experiment's API name.
+    pub experiment: &'static str,
+    /// Its caption.
+    pub title: &'static str,
+    /// The parameters it runs with.
+    pub params: Value,
+    /// The question asked.
+    pub question: Question,
+    /// Where it stands.
+    pub status: Status,
+    /// The measurement, once revealed.
+    pub measured: Option<f64>,
+    /// Why the run failed.
+    pub error: Option<String>,
+    /// Every student's prediction.
+    pub predictions: HashMap<String, f64>,
+}
+
+impl Round {
+    /// `student`'s prediction scored against the measurement, once revealed.
+    pub fn score_of(&self, student: &str) -> Option<Score> {
+        let predicted = *self.predictions.get(student)?;
+        let scale = prediction::scale_of(&self.question.quantity);
+        Some(prediction::score(predicted, self.measured?, scale))
+    }
+
+    /// The share of predictions within 2× of the measurement (percent), once revealed.
+    pub fn within_2x_percent(&self) -> Option<u32> {
+        let measured = self.measured?;
+        let scale = prediction::scale_of(&self.question.quantity);
+        let hits = self
+            .predictions
+            .values()
+            .filter(|p| prediction::score(**p, measured, scale).within_2x)
+            .count();
+        Some(
+            (hits * 100)
+                .checked_div(self.predictions.len())
+                .unwrap_or(0) as u32,
+        )
+    }
+}
+
+/// The round in progress, if any.
+pub async fn current(state: &AppState) -> Result<Option<Round>, AppError> {
+    let stored = state.db.run(rounds::current).await?;
+    Ok(stored.and_then(|stored| {
+        let experiment = crate::experiments::find(&stored.experiment)?;
+        Some(Round {
+            id: stored.id,
+            experiment: experiment.name(),
+            title: experiment.title(),
+            params: serde_json::from_str(&stored.params).unwrap_or_default(),
+            question: state.course.predictions.get(&stored.quantity)?.clone(),
+            status: [Status::Open, Status::Running, Status::Revealed]
+                .into_iter()
+                .find(|s| s.name() == stored.status)
+                .unwrap_or(Status::Failed),
+            measured: stored.measured,
+            error: stored.error,
+            predictions: stored.predictions.into_iter().collect(),
+        })
+    }))
+}
+
+/// Opens a round for experiment `name` with its default parameters (replacing any
+/// round in progress); refused when it asks no question on this server.
+pub async fn open(state: &AppState, name: &str) -> Result<(), AppError> {
+    let experiment = crate::experiments::find(name)
+        .ok_or_else(|| AppError::Invalid(format!("no experiment called `{name}`")))?;
+    let params = experiment.defaults();
+    let on_gpu = state.engine.card.kind == "cuda";
+    let question = prediction::pick(experiment.quantities(), &params, on_gpu)
+        .and_then(|q| state.course.predictions.get(q.key).cloned())
+        .ok_or_else(|| AppError::Invalid(format!("`{name}` asks no question on this server")))?;
+    let (quantity, stored) = (question.quantity.clone(), params.to_string());
+    state
+        .db
+        .run(move |tx| rounds::open(tx, experiment.name(), &quantity, &stored))
+        .await?;
+    Ok(())
+}
+
+/// Ends the round (pages stop showing it).
+pub async fn close(state: &AppState) -> Result<(), AppError> {
+    Ok(state.db.run(rounds::close).await?)
+}
+
+/// Stores `student`'s prediction for round `round`, while it is open.
+pub async fn predict(
+    state: &AppState,
+    round: i64,
+    student: &str,
+    predicted: f64,
+) -> Result<(), AppError> {
+    let open = current(state)
+        .await?
+        .is_some_and(|r| r.id == round && r.status == Status::Open);
+    if !open {
+        return Err(AppError::Conflict(
+            "This round takes no more predictions: the instructor has run it, closed it or opened another.".into(),
+        ));
+    }
+    let student = student.to_string();
+    state
+        .db
+        .run(move |tx| rounds::predict(tx, round, &student, predicted))
+        .await?;
+    Ok(())
+}
+
+/// Sets round `round`'s status and error.
+async fn mark(state: &AppState, round: i64, status: Status, error: Option<String>) {
+    let name = status.name();
+    let stored = state
+        .db
+        .run(move |tx| rounds::set_status(tx, round, name, error.as_deref()))
+        .await;
+    if let Err(error) = stored {
+        tracing::warn!(%error, round, "could not store the class round's status");
+    }
+}
+
+/// Closes predictions and queues the experiment once; a task reveals the result when it
+/// is measured.
+pub async fn run(state: &AppState) -> Result<(), AppError> {
+    let round = current(state)
+        .await?
+        .filter(|r| r.status == Status::Open)
+        .ok_or_else(|| AppError::Conflict("No round is open: open one first.".into()))?;
+    mark(state, round.id, Status::Running, None).await;
+    let Some(entry) = crate::experiments::find(round.experiment) else {
+        let why = format!("no experiment `{}`", round.experiment);
+        mark(state, round.id, Status::Failed, Some(why)).await;
+        return Ok(());
+    };
+    let job = entry
+        .prepare(Some(&round.params), &state.engine.limits)
+        .map_err(|e| AppError::Invalid(e.to_string()))?;
+    match state.engine.submit("instructor-round", None, job).await {
+        Ok((id, _)) => {
+            tokio::spawn(reveal_when_done(state.clone(), round, id));
+        }
+        Err(refused) => {
+            let why =
+                format!("the queue refused the run ({refused:?}); open the round again and retry");
+            mark(state, round.id, Status::Failed, Some(why)).await;
+        }
+    }
+    Ok(())
+}
+
+/// Waits for job `job` of `round`, then stores and reveals its measurement.
+async fn reveal_when_done(state: AppState, round: Round, job: u64) {
+    let outcome = match state.engine.finished(job, None).await {
+        Some(JobState::Done { .. }) => state
+            .db
+            .run(move |tx| jobs::measured(tx, job))
+            .await
+            .map_err(|e| e.to_string())
+            .and_then(|value| {
+                value.ok_or_else(|| "the run measured nothing to compare with".to_string())
+            }),
+        Some(JobState::Failed { error }) => Err(error),
+        _ => Err("the job was lost".to_string()),
+    };
+    let stored = match outcome {
+        Ok(measured) => {
+            let template = PredictionRow {
+                student_id: String::new(),
+                experiment: round.experiment.to_string(),
+                quantity: round.question.quantity.clone(),
+                params: round.params.to_string(),
+                predicted: 0.0,
+                measured,
+                unit: round.question.unit.clone(),
+                backend: state.engine.card.kind.to_string(),
+                device: state.engine.card.name.clone(),
+            };
+            // `rounds::reveal` stores the status with the measurement.
+            let id = round.id;
+            state
+                .db
+                .run(move |tx| rounds::reveal(tx, id, &template))
+                .await
+                .map(drop)
+                .map_err(|e| e.to_string())
+        }
+        Err(error) => Err(error),
+    };
+    if let Err(error) = stored {
+        mark(&state, round.id, Status::Failed, Some(error)).await;
+    }
+}
