@@ -2,9 +2,11 @@
 //! directive's parameters, or a short text saying what the widget or experiment shows.
 //! The numbers here are computed, not typed, so they always match the parameters.
 
-use super::directives::Params;
 use super::html::escape;
 use crate::format::thousands;
+
+/// A directive's parameters (its TOML body, as `directives` reads it).
+type Params = toml::Table;
 
 fn num(params: &Params, key: &str, default: f64) -> f64 {
     match params.get(key) {

@@ -13,7 +13,6 @@ use std::collections::{BTreeSet, HashSet};
 
 use serde::{Deserialize, Serialize};
 
-pub use super::grading::{Graded, GradedChoice, GradedQuestion};
 use super::problem::{LineIndex, Problem};
 use super::search::SectionRef;
 

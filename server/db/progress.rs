@@ -5,7 +5,7 @@
 use serde::Serialize;
 
 use super::{DbError, Tx};
-use crate::course::quiz::Graded;
+use crate::course::grading::Graded;
 
 /// Best result of one student on one quiz.
 #[derive(Debug, Clone, Serialize, PartialEq)]

@@ -20,9 +20,9 @@ use half::{bf16, f16};
 use serde::Serialize;
 
 use super::cublas::{self, Handle};
-use super::device::{DeviceBuffer, Element, Stream};
 use super::error::GpuError;
 use super::loader::guarded;
+use super::stream::{DeviceBuffer, Element, Stream};
 
 /// Element types cuBLAS multiplies.
 pub trait BlasScalar: Element {

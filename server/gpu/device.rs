@@ -15,107 +15,9 @@ use super::loader::{guarded, require_driver};
 use super::memory::{DeviceMemory, others};
 use super::nvml::NvmlDevice;
 use super::nvrtc;
+use super::stream::{DeviceBuffer, Element, Stream};
 use cudarc::driver::sys::{CUmemorytype, CUpointer_attribute, CUresult};
-use cudarc::driver::{
-    CudaContext, CudaStream, DevicePtr, DeviceRepr, PinnedHostSlice, ValidAsZeroBits,
-};
-
-/// A buffer of `T` in device memory (cudarc's `CudaSlice`).
-pub use cudarc::driver::CudaSlice as DeviceBuffer;
-
-/// Element types GPU Lab keeps in device buffers.
-pub trait Element: DeviceRepr + ValidAsZeroBits + Copy + Unpin + Send + 'static {}
-impl Element for f32 {}
-impl Element for f64 {}
-impl Element for half::f16 {}
-impl Element for half::bf16 {}
-impl Element for i32 {}
-impl Element for u8 {}
-
-/// A queue of GPU work. Work on one stream runs in order; work on two streams may
-/// overlap. Everything here only queues work, except where a method says it waits.
-#[derive(Clone)]
-pub struct Stream {
-    inner: Arc<CudaStream>,
-}
-
-impl Stream {
-    pub(super) fn raw(&self) -> &Arc<CudaStream> {
-        &self.inner
-    }
-
-    /// A new device buffer holding a copy of `host`.
-    pub fn upload<T: Element>(&self, host: &[T]) -> Result<DeviceBuffer<T>, GpuError> {
-        self.inner
-            .clone_htod(host)
-            .what("copying to a new device buffer failed")
-    }
-
-    /// A new device buffer of `len` zeros.
-    pub fn zeros<T: Element>(&self, len: usize) -> Result<DeviceBuffer<T>, GpuError> {
-        self.inner
-            .alloc_zeros(len.max(1))
-            .what("device allocation failed")
-    }
-
-    /// The whole buffer, copied to the host (waits for the copy).
-    pub fn download<T: Element>(&self, buffer: &DeviceBuffer<T>) -> Result<Vec<T>, GpuError> {
-        self.inner
-            .clone_dtoh(buffer)
-            .what("copying to the host failed")
-    }
-
-    /// Copies all of `src` into the first `src.len()` elements of `dst`.
-    pub fn copy_to_device<T: Element>(
-        &self,
-        src: &[T],
-        dst: &mut DeviceBuffer<T>,
-    ) -> Result<(), GpuError> {
-        fits(src.len(), dst.len(), "host→device copy")?;
-        self.inner
-            .memcpy_htod(src, &mut dst.slice_mut(..src.len()))
-            .what("host→device copy failed")
-    }
-
-    /// Copies the first `dst.len()` elements of `src` into `dst`.
-    pub fn copy_to_host<T: Element>(
-        &self,
-        src: &DeviceBuffer<T>,
-        dst: &mut [T],
-    ) -> Result<(), GpuError> {
-        fits(dst.len(), src.len(), "device→host copy")?;
-        self.inner
-            .memcpy_dtoh(&src.slice(..dst.len()), dst)
-            .what("device→host copy failed")
-    }
-
-    /// Waits until everything queued on this stream has run.
-    pub fn sync(&self) -> Result<(), GpuError> {
-        self.inner.synchronize().what("synchronising failed")
-    }
-
-    /// A new stream whose work starts only after what is queued here now.
-    pub fn fork(&self) -> Result<Stream, GpuError> {
-        Ok(Stream {
-            inner: self.inner.fork().what("creating a stream failed")?,
-        })
-    }
-
-    /// Makes this stream's later work wait for what is queued on `other` now.
-    pub fn join(&self, other: &Stream) -> Result<(), GpuError> {
-        self.inner.join(&other.inner).what("joining streams failed")
-    }
-}
-
-fn fits(needed: usize, available: usize, what: &str) -> Result<(), GpuError> {
-    if needed <= available {
-        Ok(())
-    } else {
-        Err(GpuError::Shape(format!(
-            "{what} of {needed} elements into a buffer of {available}"
-        )))
-    }
-}
+use cudarc::driver::{CudaContext, DevicePtr, PinnedHostSlice};
 
 /// An open CUDA device: every layer GPU Lab needs works, or [`Gpu::open`] fails.
 pub struct Gpu {
@@ -143,9 +45,7 @@ impl Gpu {
         unsafe { ctx.disable_event_tracking() };
         // Not the legacy NULL stream: work queued elsewhere in the process (the
         // allocator playground) must not land inside an experiment's timed window.
-        let stream = Stream {
-            inner: ctx.new_stream().what("cannot create the engine's stream")?,
-        };
+        let stream = Stream::new(ctx.new_stream().what("cannot create the engine's stream")?);
         let (major, minor) = ctx
             .compute_capability()
             .what("cannot read the compute capability")?;

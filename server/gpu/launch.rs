@@ -12,10 +12,10 @@ use cudarc::driver::{CudaContext, CudaFunction, PushKernelArg};
 use cudarc::nvrtc::Ptx;
 use half::bf16;
 
-use super::device::{DeviceBuffer, Stream};
 use super::error::{DriverContext, GpuError};
 use super::kernels::{self, FILES};
 use super::nvrtc::{Binary, Target};
+use super::stream::{DeviceBuffer, Stream};
 
 mod shape;
 pub use shape::LaunchShape;

@@ -8,19 +8,9 @@ use std::sync::Arc;
 
 use cudarc::driver::CudaContext;
 use cudarc::driver::sys::CUdeviceptr;
-use serde::Serialize;
 
 use super::error::{DriverContext, GpuError};
-use super::nvml::NvmlDevice;
-
-/// One process holding GPU memory.
-#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
-pub struct GpuProcess {
-    /// Host PID (inside a container NVML shows host PIDs).
-    pub pid: u32,
-    /// Bytes it holds, when NVML can tell.
-    pub used_bytes: Option<u64>,
-}
+use super::nvml::{GpuProcess, NvmlDevice};
 
 /// What NVML and the driver report about device memory right now.
 #[derive(Debug, Clone, Default)]

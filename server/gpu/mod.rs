@@ -36,15 +36,18 @@ pub mod memory;
 pub mod nvml;
 pub mod nvrtc;
 pub mod search_path;
+pub mod stream;
 pub mod timer;
 pub mod visible;
 
 pub use blas::{Blas, Compute, Operand, Output};
 pub use card::DeviceCard;
-pub use device::{DeviceBuffer, Element, Gpu, PinnedBuffer, Stream};
+pub use device::{Gpu, PinnedBuffer};
 pub use error::GpuError;
 pub use launch::{AdamStep, Kernels};
-pub use memory::{DeviceBlock, DeviceMemory, GpuProcess};
+pub use memory::{DeviceBlock, DeviceMemory};
+pub use nvml::GpuProcess;
+pub use stream::{DeviceBuffer, Element, Stream};
 pub use timer::{EventClock, Marks, SyncedHostClock};
 
 /// Makes GPU `ordinal` the only one this process sees (`gpulab worker --gpu N`): the

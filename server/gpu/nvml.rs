@@ -17,7 +17,15 @@ use nvml_wrapper::enum_wrappers::device::Clock;
 use nvml_wrapper::enums::device::UsedGpuMemory;
 
 use super::loader::guarded;
-use super::memory::GpuProcess;
+
+/// One process holding GPU memory.
+#[derive(Debug, Clone, serde::Serialize, utoipa::ToSchema)]
+pub struct GpuProcess {
+    /// Host PID (inside a container NVML shows host PIDs).
+    pub pid: u32,
+    /// Bytes it holds, when NVML can tell.
+    pub used_bytes: Option<u64>,
+}
 
 /// NVML's handle on the device a CUDA context runs on.
 #[derive(Clone)]

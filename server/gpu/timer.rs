@@ -10,8 +10,9 @@ use std::time::Instant;
 use cudarc::driver::CudaEvent;
 use cudarc::driver::sys::CUevent_flags;
 
-use super::device::{Gpu, Stream};
+use super::device::Gpu;
 use super::error::{DriverContext, GpuError};
+use super::stream::Stream;
 use crate::measure::Clock;
 
 fn timing_event(stream: &Stream) -> Result<CudaEvent, GpuError> {

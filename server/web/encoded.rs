@@ -17,8 +17,6 @@ use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::Response;
 use sha2::{Digest, Sha256};
 
-use super::extract::CacheHeaders;
-
 /// Bodies smaller than this are sent as they are: compression would save next to nothing.
 const COMPRESS_FROM: usize = 1024;
 
@@ -230,6 +228,39 @@ impl Encoded {
             builder = builder.header(header::CONTENT_ENCODING, HeaderValue::from_static(name));
         }
         builder.body(Body::from(body.clone())).unwrap_or_default()
+    }
+}
+
+/// The two request headers a prepared page or file answers to (`Accept-Encoding`,
+/// `If-None-Match`), taken without copying the whole header map: page views are the
+/// hottest path the server has.
+#[derive(Debug, Default, Clone)]
+pub struct CacheHeaders {
+    /// `Accept-Encoding`, when sent.
+    pub accept_encoding: Option<axum::http::HeaderValue>,
+    /// `If-None-Match`, when sent.
+    pub if_none_match: Option<axum::http::HeaderValue>,
+}
+
+impl CacheHeaders {
+    /// The two headers out of `headers`.
+    pub fn from_headers(headers: &axum::http::HeaderMap) -> Self {
+        use axum::http::header;
+        Self {
+            accept_encoding: headers.get(header::ACCEPT_ENCODING).cloned(),
+            if_none_match: headers.get(header::IF_NONE_MATCH).cloned(),
+        }
+    }
+}
+
+impl<S: Send + Sync> axum::extract::FromRequestParts<S> for CacheHeaders {
+    type Rejection = std::convert::Infallible;
+
+    async fn from_request_parts(
+        parts: &mut axum::http::request::Parts,
+        _state: &S,
+    ) -> Result<Self, Self::Rejection> {
+        Ok(Self::from_headers(&parts.headers))
     }
 }
 

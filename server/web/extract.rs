@@ -26,36 +26,3 @@ pub fn form(body: &[u8]) -> Result<Vec<(String, String)>, AppError> {
         .map_err(|_| AppError::BadRequest("the form body is not valid UTF-8".into()))?;
     Ok(form_urlencoded::parse(body).into_owned().collect())
 }
-
-/// The two request headers a prepared page or file answers to (`Accept-Encoding`,
-/// `If-None-Match`), taken without copying the whole header map: page views are the
-/// hottest path the server has.
-#[derive(Debug, Default, Clone)]
-pub struct CacheHeaders {
-    /// `Accept-Encoding`, when sent.
-    pub accept_encoding: Option<axum::http::HeaderValue>,
-    /// `If-None-Match`, when sent.
-    pub if_none_match: Option<axum::http::HeaderValue>,
-}
-
-impl CacheHeaders {
-    /// The two headers out of `headers`.
-    pub fn from_headers(headers: &axum::http::HeaderMap) -> Self {
-        use axum::http::header;
-        Self {
-            accept_encoding: headers.get(header::ACCEPT_ENCODING).cloned(),
-            if_none_match: headers.get(header::IF_NONE_MATCH).cloned(),
-        }
-    }
-}
-
-impl<S: Send + Sync> axum::extract::FromRequestParts<S> for CacheHeaders {
-    type Rejection = std::convert::Infallible;
-
-    async fn from_request_parts(
-        parts: &mut axum::http::request::Parts,
-        _state: &S,
-    ) -> Result<Self, Self::Rejection> {
-        Ok(Self::from_headers(&parts.headers))
-    }
-}

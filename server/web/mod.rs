@@ -22,6 +22,7 @@ pub mod extract;
 pub mod gradebook_table;
 pub mod guard;
 pub mod identity;
+pub mod instructor_access;
 pub mod instructor_pages;
 pub mod learner_flow;
 pub mod learner_pages;

@@ -11,8 +11,9 @@ use askama::Template;
 
 use super::learner_flow::Step;
 use super::page::{Layout, QuizState};
+use crate::course::grading::Graded;
 use crate::course::html::inline_code;
-use crate::course::quiz::{Graded, Quiz};
+use crate::course::quiz::Quiz;
 use crate::course::search::SectionRef;
 use crate::course::submission::{AnswerProblem, FIELD_PREFIX};
 

@@ -6,8 +6,8 @@ use axum::extract::{Path, RawQuery, State};
 use axum::http::HeaderValue;
 use axum::response::Response;
 
+use crate::web::encoded::CacheHeaders;
 use crate::web::error::AppError;
-use crate::web::extract::CacheHeaders;
 use crate::web::state::AppState;
 
 /// Pages link assets with `?v=<hash>`: such a URL never changes content, so browsers

@@ -12,12 +12,12 @@ use axum::response::Redirect;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::instructor::{Caller, require};
 use crate::course::predictions::Question;
 use crate::experiments::prediction::{self, Score};
 use crate::web::class_round::{self, Round, Status};
 use crate::web::error::{ApiError, AppError};
 use crate::web::identity::StudentId;
+use crate::web::instructor_access::{Caller, require};
 use crate::web::state::AppState;
 
 /// What a student's page shows (`GET /api/round`).

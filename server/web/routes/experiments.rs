@@ -19,7 +19,7 @@ use crate::gpu::DeviceCard;
 use crate::gpu::doctor::Report;
 use crate::web::error::{ApiError, AppError, ErrorBody};
 use crate::web::identity::StudentId;
-use crate::web::routes::instructor;
+use crate::web::instructor_access;
 use crate::web::state::AppState;
 
 /// One registered experiment as a panel needs it: where to post, the defaults and the
@@ -292,7 +292,7 @@ pub struct JobView {
 pub async fn job(
     State(state): State<AppState>,
     Extension(student): Extension<StudentId>,
-    caller: instructor::Caller,
+    caller: instructor_access::Caller,
     Path(id): Path<String>,
 ) -> Result<Json<Value>, ApiError> {
     let id: u64 = id
@@ -300,7 +300,7 @@ pub async fn job(
         .map_err(|_| AppError::BadRequest(format!("job ids are whole numbers, not `{id}`")))?;
     // Only the student who started a job (or the instructor) may read it; to anyone
     // else it does not exist.
-    let owner = (!instructor::is_instructor(&state, &caller)).then_some(student.0.as_str());
+    let owner = (!instructor_access::is_instructor(&state, &caller)).then_some(student.0.as_str());
     let job = state
         .engine
         .job(id, owner)

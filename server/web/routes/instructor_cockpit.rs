@@ -13,13 +13,13 @@ use axum::body::Bytes;
 use axum::extract::State;
 use axum::response::Redirect;
 
-use super::instructor::{Caller, require};
 use crate::db::class_summary::{self, ClassMember, MissedByStudents};
 use crate::db::experiment_history;
 use crate::db::gradebook::{self, GradeCell};
 use crate::db::student_identity;
 use crate::web::error::AppError;
 use crate::web::gradebook_table::{Cell, Row};
+use crate::web::instructor_access::{Caller, require};
 use crate::web::instructor_pages::{GpuUseRow, LiveView, RecentRun, short_time};
 use crate::web::routes::me::MAX_NAME_CHARS;
 use crate::web::state::AppState;

@@ -9,10 +9,10 @@ use axum::http::header;
 use axum::response::{IntoResponse, Response};
 use serde::Serialize;
 
-use super::instructor::{Caller, require};
 use super::instructor_cockpit::ClassData;
 use crate::db::gradebook;
 use crate::web::error::AppError;
+use crate::web::instructor_access::{Caller, require};
 use crate::web::instructor_pages::missed_in_course_order;
 use crate::web::state::AppState;
 

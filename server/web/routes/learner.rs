@@ -12,8 +12,8 @@ use sha2::{Digest, Sha256};
 use crate::course::search::MAX_QUERY_CHARS;
 use crate::course::{FINAL_EXAM_ID, notebook};
 use crate::db::progress;
+use crate::web::encoded::CacheHeaders;
 use crate::web::error::AppError;
-use crate::web::extract::CacheHeaders;
 use crate::web::identity::StudentId;
 use crate::web::learner_flow::long_date;
 use crate::web::learner_pages::{

@@ -11,8 +11,8 @@ use axum::response::{Html, Response};
 
 use crate::course::FINAL_EXAM_ID;
 use crate::db::progress;
+use crate::web::encoded::CacheHeaders;
 use crate::web::error::AppError;
-use crate::web::extract::CacheHeaders;
 use crate::web::identity::StudentId;
 use crate::web::learner_flow::continue_from;
 use crate::web::page::{HomePage, QuizState};

@@ -14,7 +14,8 @@ use serde::Serialize;
 use askama::Template;
 
 use crate::course::FINAL_EXAM_ID;
-use crate::course::quiz::{Graded, Quiz};
+use crate::course::grading::Graded;
+use crate::course::quiz::Quiz;
 use crate::course::submission::{self, AnswerProblem};
 use crate::db::progress;
 use crate::web::error::{ApiError, AppError, ErrorBody};
