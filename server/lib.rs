@@ -10,7 +10,10 @@
 //!   error type, typed askama pages, embedded static files, the generated OpenAPI
 //!   document, and the handlers (pages, quizzes, the learner's path — search, code
 //!   downloads, completion —, instructor, the student's data, experiments, playground,
-//!   health and `/metrics`) around one shared `AppState`.
+//!   health and `/metrics`) around one shared `AppState`; who may use the instructor's
+//!   routes ([`web::instructor_access`]); a class round's state machine
+//!   ([`web::class_round`]); measurements for hardware-graded questions
+//!   ([`web::measurements`]).
 //! - [`ratelimit`]: the per-student experiment rate (a keyed `governor` limiter).
 //! - [`metrics`]: the Prometheus registry; reads the engine at scrape time.
 //! - [`course`]: the course itself. Lessons are read from `content/` (embedded in the
@@ -25,13 +28,26 @@
 //!   finding's place in the script (training loop, `no_grad`, periodic `if`), its
 //!   lesson section and experiment; used by the "Check your script" page,
 //!   `POST /api/lint` and `gpulab lint`.
-//! - [`db`]: the SQLite database (WAL, migrated on start-up) of students, quiz attempts
-//!   and answers, resume codes, the experiment history, and the instructor's gradebook
-//!   queries; whether it takes writes (a full disk, a read-only or removed file: a 503
-//!   that saves nothing, reported by `/readyz` and `/metrics`), and consistent backups
-//!   while the class runs.
-//! - [`engine`]: the bounded, owner-aware job queue, the worker threads that each own a
-//!   backend (the GPU, or the CPU when there is none), provenance, and `gpulab selftest`.
+//! - [`db`]: the database — a SQLite file (WAL, migrated on start-up) or PostgreSQL, one
+//!   SQL surface for both — of students, quiz attempts and answers, resume codes,
+//!   predictions, the run history and the latest measurements, instructor sign-ins,
+//!   class rounds, and the experiment queue ([`db::jobs`], [`db::job_claims`]); the
+//!   instructor's gradebook queries; whether it takes writes (a full disk, a read-only
+//!   or removed file: a 503 that saves nothing, reported by `/readyz` and `/metrics`),
+//!   and consistent backups while the class runs. All SQL lives here.
+//! - [`engine`]: the workers that serve the experiment queue, each owning a backend (the
+//!   GPU, or the CPU when there is none), all running one loop
+//!   ([`engine::worker_loop`]) that claims a job, runs it under a lease and records it
+//!   in one transaction; provenance; `gpulab selftest`. The class's state is the
+//!   database's in both modes:
+//!   - **one box** (`gpulab serve`, SQLite by default): the workers are threads of the
+//!     server, woken in-process when a job is queued; the allocator playgrounds live in
+//!     this process.
+//!   - **a class on several machines** (`serve --role web` nodes and one `gpulab worker`
+//!     per GPU, sharing PostgreSQL): web nodes queue jobs and answer polls, workers claim
+//!     them with `SKIP LOCKED` and wake on `NOTIFY`; each student's playground lives in
+//!     one worker ([`playground::remote`]). Where playgrounds live is decided once, at
+//!     start-up ([`playground::remote::Home`]); no handler asks which mode it is in.
 //! - [`playground`]: lesson 7's memory snapshot and per-student allocator playgrounds,
 //!   run by a pure model of PyTorch's caching allocator (segments, splitting, pools,
 //!   expandable segments, the memory_viz snapshot) over real device or host memory.

@@ -1,11 +1,14 @@
-//! The database: students, quiz attempts and answers, predictions, the run history and
-//! (with PostgreSQL) the class-wide experiment queue. `--database` picks the engine: a
+//! The database: students, quiz attempts and answers, predictions, the run history, the
+//! latest measurements, instructor sign-ins, class rounds and the experiment queue — the
+//! only class-wide state, in both modes. `--database` picks the engine: a
 //! SQLite file (the default: WAL mode, `synchronous = FULL`, one connection behind a
 //! mutex, which is how SQLite serialises writers anyway) or a `postgres://` URL (a pool
 //! of connections, for several web nodes and workers sharing one class). Both are
 //! created and migrated on start-up with the same migrations, one per dialect, and every
 //! query is written once ([`sql`]). Each [`Db::run`] is one transaction, so nothing is
-//! acknowledged to a student before it has committed, on either engine.
+//! acknowledged to a student before it has committed, on either engine. The queue's own
+//! steps (a submission, a claim, a renewal) commit with [`Db::run_queue`], which on SQLite
+//! does not wait for the disk (see there).
 //!
 //! Both drivers block, so queries run on tokio's blocking pool.
 

@@ -187,7 +187,8 @@ impl Tx<'_> {
         match self {
             Self::Sqlite(tx) => {
                 let values = sqlite_values(params);
-                Ok(tx.execute(sql, rusqlite::params_from_iter(values))?)
+                let mut statement = tx.prepare_cached(sql)?;
+                Ok(statement.execute(rusqlite::params_from_iter(values))?)
             }
             Self::Postgres(tx) => {
                 let values = pg_values(params);

@@ -6,8 +6,9 @@
 //! Two phases per row, with the worker-side calls `serve`'s workers make
 //! ([`crate::db::job_claims`]: claim, then complete with a run history row, as a real
 //! job's completion writes):
-//! - **throughput**: one thread submits `jobs` no-op jobs as fast as the queue takes
-//!   them while `workers` threads claim and complete them; jobs per second overall;
+//! - **throughput**: one thread submits `jobs` no-op jobs for 50 students in turn, as
+//!   fast as the queue takes them (at most 64 waiting: a refused submission waits and
+//!   retries), while `workers` threads claim and complete them; jobs per second overall;
 //! - **latency**: one job at a time, submit → claim by a waiting worker (woken the way
 //!   `serve`'s workers are: in-process on SQLite, `NOTIFY` on PostgreSQL), p50 and p99.
 //!
@@ -25,7 +26,8 @@ use crate::db::jobs::{self, NewJob};
 use crate::db::listener::Listener;
 use crate::db::{Db, DbError, Dialect};
 
-/// The owner the benchmark's jobs are queued for (its rows are deleted afterwards).
+/// The prefix of the owners the benchmark's jobs are queued for (its rows are deleted
+/// afterwards).
 pub const BENCH_OWNER: &str = "queue-bench";
 
 /// One line of the table.
@@ -63,10 +65,14 @@ fn percentile(sorted: &[Duration], q: f64) -> f64 {
     sorted.get(i).map_or(0.0, |d| d.as_secs_f64() * 1e3)
 }
 
-/// Limits that never refuse the benchmark's jobs.
+/// Jobs that may wait at once: a class's queue is short (`--queue-length`, 16 by
+/// default), so the submitter waits when this many are queued, as refused students do.
+const DEPTH: usize = 64;
+
+/// Limits that refuse the benchmark's jobs only when [`DEPTH`] wait.
 fn open_limits() -> Limits {
     Limits {
-        queue_length: 1_000_000,
+        queue_length: DEPTH,
         pending_per_student: 1_000_000,
         pending_per_address: 1_000_000,
         experiments_per_minute: 0,
@@ -74,15 +80,27 @@ fn open_limits() -> Limits {
     }
 }
 
-fn submit(db: &Db, limits: &Limits) -> Result<u64, DbError> {
+/// Students the benchmark's jobs are spread over, in turn (as a class's are).
+const STUDENTS: usize = 50;
+
+fn submit(db: &Db, limits: &Limits, n: usize) -> Result<u64, DbError> {
     let job = NewJob {
         experiment: "noop",
         params: "{}".into(),
         prediction: None,
     };
-    db.run_queue(|tx| jobs::submit(tx, BENCH_OWNER, None, &job, limits))?
-        .map(|(id, _)| id)
-        .map_err(|refused| DbError::Task(format!("the queue refused a job: {refused:?}")))
+    let owner = format!("{BENCH_OWNER}-{}", n % STUDENTS);
+    loop {
+        match db.run_queue(|tx| jobs::submit(tx, &owner, None, &job, limits))? {
+            Ok((id, _)) => return Ok(id),
+            Err(jobs::Refused::Full { .. }) => std::thread::sleep(Duration::from_micros(200)),
+            Err(refused) => {
+                return Err(DbError::Task(format!(
+                    "the queue refused a job: {refused:?}"
+                )));
+            }
+        }
+    }
 }
 
 fn noop_run() -> FinishedRun {
@@ -139,8 +157,8 @@ pub fn measure(db: &Db, workers: usize, jobs: usize) -> Result<QueueBenchRow, Db
             })
         })
         .collect();
-    for _ in 0..jobs {
-        submit(db, &limits)?;
+    for n in 0..jobs {
+        submit(db, &limits, n)?;
         activity.notify();
     }
     for thread in threads {
@@ -199,9 +217,9 @@ fn latency(db: &Db, limits: &Limits, n: usize) -> Result<Vec<Duration>, DbError>
             Ok(seen)
         })
     };
-    for _ in 0..n {
+    for i in 0..n {
         let before = Instant::now();
-        let id = submit(db, limits)?;
+        let id = submit(db, limits, i)?;
         if let Ok(mut s) = submitted.lock() {
             s.insert(id, before);
         }
