@@ -53,7 +53,8 @@
 //!   expandable segments, the memory_viz snapshot) over real device or host memory.
 //! - [`experiments`]: one module per live experiment behind one trait, and the registry
 //!   from which routes, CLI commands, OpenAPI paths, lesson directives, panel bounds,
-//!   bad-input tests and selftests are derived.
+//!   bad-input tests and selftests are derived; `experiments::trace` writes a run's
+//!   timeline in the Chrome Trace Event format, carried inside its typed result.
 //! - [`gpu`]: the only code that talks to CUDA and the only `unsafe`: library loading
 //!   (and where it searches), which GPU a worker takes, the device handle and streams,
 //!   kernels (compiled once per process) and their typed launchers, every GEMM,

@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use gpulab::experiments::Experiment;
 use gpulab::experiments::break_it::run_placement;
+use gpulab::experiments::launch::{self, Launch, LaunchParams};
 use gpulab::experiments::matmul::{Matmul, MatmulParams};
 use gpulab::experiments::precision::{Precision, PrecisionParams};
 use gpulab::experiments::streams::{Streams, StreamsParams};
@@ -114,6 +115,26 @@ fn gpu_timing_trap_shows_the_unsynchronised_timer_under_reporting() {
     );
     let (ok, detail) = timing::judge(&r, true);
     assert!(ok, "{detail}");
+}
+
+#[test]
+fn gpu_graph_replay_and_fused_kernel_match_eager_and_replay_costs_one_call() {
+    let Some(mut gpu) = gpu() else { return };
+    let params = LaunchParams {
+        max_kernels: 100,
+        elements: 4096,
+    };
+    let r = Launch::run_gpu(&mut gpu, &params, &later()).unwrap();
+    let (ok, detail) = launch::judge(&r, 100);
+    assert!(ok, "{detail}");
+    let p = r.points.last().unwrap();
+    // One graph launch call takes less host time than 100 kernel launch calls: the
+    // reason graphs exist, compared within this run with a wide margin.
+    assert!(
+        p.ways[1].submit_us.median * 2.0 < p.ways[0].submit_us.median,
+        "{p:?}"
+    );
+    eprintln!("{}", Launch::table(&params, &r));
 }
 
 #[test]

@@ -52,6 +52,9 @@ if ((${#js_tests[@]})); then
 else
   echo "== node --test tests/js: no tests/js/*.test.mjs yet, skipped"
 fi
+# Every experiment trace parsed by Chrome DevTools' trace engine (tests/e2e's node_modules).
+echo "== experiment traces read by Chrome DevTools' trace engine (tests/e2e/trace-reader.mjs)"
+(cd tests/e2e && GPULAB_BIN=../../target/debug/gpulab node --test trace-reader.mjs)
 # End-to-end: drives target/debug/gpulab (built by cargo test above) in headless Chromium.
 echo "== end-to-end tests (tests/e2e/run.mjs)"
 e2e_status=0

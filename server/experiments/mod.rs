@@ -16,6 +16,7 @@
 //! (`web/static/js/experiments/DIRECTIVE.js`), its lesson text and its test.
 
 pub mod break_it;
+pub mod launch;
 pub mod matmul;
 pub mod params;
 pub mod precision;
@@ -25,6 +26,7 @@ mod prediction_gpu_tests;
 pub mod selftest;
 pub mod streams;
 pub mod timing;
+pub mod trace;
 pub mod training;
 pub mod transfer;
 
@@ -357,6 +359,7 @@ pub static REGISTRY: &[&dyn DynExperiment] = &[
     &Registered::<matmul::Matmul>::ENTRY,
     &Registered::<transfer::Transfer>::ENTRY,
     &Registered::<timing::Timing>::ENTRY,
+    &Registered::<launch::Launch>::ENTRY,
     &Registered::<streams::Streams>::ENTRY,
     &Registered::<training::Training>::ENTRY,
     &Registered::<precision::Precision>::ENTRY,

@@ -20,6 +20,7 @@ use serde::{Deserialize, Serialize};
 
 use super::prediction::{On, Quantity, Scale};
 use super::selftest::{Check, checked, no_gpu};
+use super::trace::{Trace, TraceBuilder};
 use super::{Experiment, ExperimentError, Rule};
 use crate::config::Limits;
 use crate::cpu;
@@ -68,6 +69,33 @@ pub struct TimingResult {
     /// How the kernels were sized to `TARGET_KERNEL_MS`: warm-up, tries, what the last
     /// calibration measurement took.
     pub calibration: Calibration,
+    /// The two lanes and the wait, as a Chrome trace.
+    pub trace: Trace,
+}
+
+/// The lanes as a trace: launches and the synchronising wait on the host's track, the
+/// work on the device's (or the stand-in thread's).
+fn trace_of(cpu_lane: &[Span], device_lane: &[Span], host: (f64, f64), on_gpu: bool) -> Trace {
+    let clock = if on_gpu {
+        "host spans: the host's monotonic clock; kernels: CUDA events, aligned at the run's first event"
+    } else {
+        "the host's monotonic clock (Instant), read by the host and by the stream thread"
+    };
+    let mut trace = TraceBuilder::new("timing trap", on_gpu, clock);
+    let cpu = trace.track("CPU: launch calls and the wait");
+    let device = trace.track(if on_gpu {
+        "GPU stream"
+    } else {
+        "stream thread (stands in for the GPU stream)"
+    });
+    for s in cpu_lane {
+        trace.span(cpu, s.label.clone(), "launch", s.start_ms, s.end_ms);
+    }
+    trace.span(cpu, "synchronize", "sync", host.0, host.1);
+    for s in device_lane {
+        trace.span(device, s.label.clone(), "kernel", s.start_ms, s.end_ms);
+    }
+    trace.finish()
 }
 
 fn finish(
@@ -75,12 +103,19 @@ fn finish(
     cpu_lane: Vec<Span>,
     device_lane: Vec<Span>,
     calibration: Calibration,
+    on_gpu: bool,
 ) -> TimingResult {
     let device_ms = match (device_lane.first(), device_lane.last()) {
         (Some(first), Some(last)) => last.end_ms - first.start_ms,
         _ => 0.0,
     };
     let spans: Vec<f64> = device_lane.iter().map(|s| s.end_ms - s.start_ms).collect();
+    let trace = trace_of(
+        &cpu_lane,
+        &device_lane,
+        (host_no_sync_ms, host_sync_ms),
+        on_gpu,
+    );
     TimingResult {
         host_no_sync_ms,
         host_sync_ms,
@@ -90,6 +125,7 @@ fn finish(
         device_lane,
         kernel_ms: summarize(&spans).map_or(f64::NAN, |s| s.median),
         calibration,
+        trace,
     }
 }
 
@@ -191,6 +227,7 @@ fn run_cpu() -> Result<TimingResult, ExperimentError> {
         cpu_lane,
         device_lane,
         calibration,
+        false,
     ))
 }
 
@@ -243,6 +280,7 @@ fn run_gpu(gpu: &mut Gpu) -> Result<TimingResult, ExperimentError> {
         cpu_lane,
         device_lane,
         calibration,
+        true,
     ))
 }
 
@@ -364,6 +402,11 @@ mod tests {
         assert!(r.underestimate_factor > 1.0);
         assert!(r.calibration.warmup_ms >= crate::measure::calibrate::WARMUP_MS);
         assert!(r.kernel_ms > 0.0);
+        let events = &r.trace.trace_events;
+        let kernels = events.iter().filter(|e| e.cat == "kernel").count();
+        assert_eq!(kernels, LAUNCHES, "every kernel in the trace");
+        let sync = events.iter().find(|e| e.cat == "sync").unwrap();
+        assert!((sync.ts + sync.dur.unwrap() - r.host_sync_ms * 1e3).abs() < 1e-6);
         let (ok, detail) = judge(&r, false);
         assert!(ok, "{detail}");
     }
@@ -407,6 +450,7 @@ mod tests {
             cpu_lane,
             device_lane,
             calibration,
+            true,
         )
     }
 

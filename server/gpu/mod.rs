@@ -10,6 +10,7 @@
 //!   [`launch`]: one typed, size-checked launcher per kernel.
 //! - [`blas`]: every GEMM in every dtype through one `cublasGemmEx` wrapper, with the
 //!   row-major → column-major mapping as data that tests replay on the CPU.
+//! - [`graph`]: CUDA graphs (stream capture, one-call replay) for the launch experiment.
 //! - [`timer`]: CUDA-event and synchronised host clocks for `measure::repeat`, and
 //!   marks for timelines.
 //! - [`memory`]: device memory as the driver and NVML see it, and raw blocks for the
@@ -29,6 +30,7 @@ pub mod cublas;
 pub mod device;
 pub mod doctor;
 pub mod error;
+pub mod graph;
 pub mod kernels;
 pub mod launch;
 pub mod loader;
@@ -44,6 +46,7 @@ pub use blas::{Blas, Compute, Operand, Output};
 pub use card::DeviceCard;
 pub use device::{Gpu, PinnedBuffer};
 pub use error::GpuError;
+pub use graph::Graph;
 pub use launch::{AdamStep, Kernels};
 pub use memory::{DeviceBlock, DeviceMemory};
 pub use nvml::GpuProcess;

@@ -101,6 +101,20 @@ impl Marks {
             .collect()
     }
 
+    /// Milliseconds from the first mark to mark `index` (waits for it).
+    pub fn offset_ms(&self, index: usize) -> Result<f64, GpuError> {
+        match (self.events.first(), self.events.get(index)) {
+            (Some(origin), Some(mark)) => origin
+                .elapsed_ms(mark)
+                .map(f64::from)
+                .what("event timing failed"),
+            _ => Err(GpuError::Shape(format!(
+                "mark {index} of {} recorded",
+                self.events.len()
+            ))),
+        }
+    }
+
     /// Milliseconds between consecutive marks.
     pub fn intervals_ms(&self) -> Result<Vec<f64>, GpuError> {
         let offsets = self.offsets_ms()?;

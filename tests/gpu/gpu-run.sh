@@ -161,6 +161,7 @@ quick_bench() { # the compared experiments at small sizes, in bench all's docume
   "$GPULAB" bench transfer --max-bytes 1048576 --json >"$parts/transfer.json" || return 1
   "$GPULAB" bench training --steps 30 --log-every 10 --json >"$parts/training.json" || return 1
   "$GPULAB" bench precision --size 256 --json >"$parts/precision.json" || return 1
+  "$GPULAB" bench launch --max-kernels 100 --json >"$parts/launch.json" || return 1
   "$PYTHON" "$HERE/verdict.py" --assemble-quick "$parts" --version "$("$GPULAB" --version)"
 }
 bench() {

@@ -10,7 +10,8 @@ OURS.json is `gpulab bench all --json` (or a document of the same shape: `device
 compared is read from it, so a reduced run compares reduced sizes. PyTorch runs on the
 device our backend used (`device.kind`: cuda → GPU 0, cpu → the CPU). Compared:
 transfer (ref_transfer.py), matmul and precision (ref_matmul.py), training
-(ref_training.py); timing, streams and break-it have no PyTorch counterpart here.
+(ref_training.py), launch (ref_launch.py: eager ops and torch.cuda.CUDAGraph); timing,
+streams and break-it have no PyTorch counterpart here.
 
 Prints the ratio table (ours ÷ reference; see ref_report.py for which way is better)
 and writes comparison.md and comparison.json to DIR (default: $OUT, else
@@ -29,6 +30,7 @@ import sys
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 
+import ref_launch  # noqa: E402
 import ref_matmul  # noqa: E402
 import ref_report  # noqa: E402
 import ref_training  # noqa: E402
@@ -78,6 +80,8 @@ def compare(torch, device, document, args):
             rows += ref_matmul.measure_matmul(torch, device, result, args.numpy)
         elif name == "precision":
             rows += ref_matmul.measure_precision(torch, device, result)
+        elif name == "launch":
+            rows += ref_launch.measure(torch, device, result)
         elif name == "training":
             more_rows, more_checks = ref_training.measure(torch, device, result, not args.no_compile)
             rows += more_rows

@@ -68,6 +68,19 @@ class Gates(unittest.TestCase):
         gates = verdict.ratio_gates({"rows": rows, "checks": [{"name": "loss", "passed": False, "detail": "gap"}]})
         self.assertEqual(sorted(g["status"] for g in gates if g["status"] != "pass"), ["fail", "warn"])
 
+    def test_launch_chains_of_a_hundred_kernels_are_reported_and_shorter_ones_are_not(self):
+        launch = [
+            row("launch", 1.1, {"kernels": 100, "way": "graph", "device": "cuda"}),
+            row("launch", 0.4, {"kernels": 100, "way": "eager", "device": "cuda"}),
+            row("launch", 9.0, {"kernels": 10, "way": "graph", "device": "cuda"}),
+            row("launch", 0.9, {"kernels": 100, "way": "eager-call", "device": "cuda"}),
+        ]
+        gates = [g for g in verdict.ratio_gates({"rows": launch}) if g["name"].startswith("launch")]
+        self.assertEqual([g["status"] for g in gates], ["pass", "pass"])
+        launch[0]["ratio"] = 2.6  # our replay much slower than torch's: a warning, not a failure
+        statuses = [g["status"] for g in verdict.ratio_gates({"rows": launch})]
+        self.assertEqual(statuses, ["warn", "pass"])
+
     def test_a_missing_measurement_fails_its_gate(self):
         rows = healthy_rows()
         rows[0]["ratio"] = None

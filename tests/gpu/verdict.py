@@ -17,6 +17,9 @@ The numeric gates (GPU runs only; ratio = ours ÷ PyTorch on the same device):
   GEMMs at n ≥ 1024, per format         0.85–1.18 × torch.matmul's time
   each format's largest error           ≤ 4 × torch's (against the same FP64 product)
   training, eager step time             0.5–2.0 × (reported: outside it is a warning)
+  launch chains of ≥ 100 kernels        graph replay wall time 0.5–2.0 × torch.cuda.CUDAGraph's;
+                                        eager wall time at most 2 × torch eager's (ours has no
+                                        Python in the loop); both reported: outside is a warning
   the loss-curve checks                 pass
   our doctor                            every layer ok ("7/7")
   calibration, cold against warm        each converged (±10% of its target), and the timing
@@ -97,6 +100,11 @@ def ratio_gates(comparison):
                           if theirs is not None else "torch's error is missing"})
         if row["experiment"] == "training" and d.get("mode") == "eager" and d.get("where") != "cpu":
             gates.append(gate(f"training {case}", ratio, 0.5, 2.0, "ours ÷ torch eager, ms/step (reported)", "warn"))
+        if row["experiment"] == "launch" and d.get("kernels", 0) >= 100 and d.get("device") != "cpu":
+            if d.get("way") == "graph":
+                gates.append(gate(f"launch {case}", ratio, 0.5, 2.0, "ours ÷ torch.cuda.CUDAGraph replay, µs (reported)", "warn"))
+            elif d.get("way") == "eager":
+                gates.append(gate(f"launch {case}", ratio, 0.0, 2.0, "ours ÷ torch eager ops, µs (reported)", "warn"))
     for check in comparison.get("checks", []):
         gates.append({"name": check["name"], "status": "pass" if check["passed"] else "fail",
                       "value": None, "low": None, "high": None, "detail": check["detail"]})
@@ -288,7 +296,7 @@ def assemble_quick(parts, version):
         "generated_at_unix": int(time.time()),
         "device": load("device"),
         "reduced": "tests/gpu/gpu-run.sh --quick",
-        "experiments": [{"name": n, "result": load(n)} for n in ("matmul", "transfer", "training", "precision")],
+        "experiments": [{"name": n, "result": load(n)} for n in ("matmul", "transfer", "training", "precision", "launch")],
     }
 
 

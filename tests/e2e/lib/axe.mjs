@@ -65,11 +65,19 @@ export async function checkAccessibility(ctx) {
 }
 
 /**
- * Brings out controls that only exist after use, so axe sees them: a live tensor in the
+ * Brings out controls that only exist after use, so axe sees them: the launch experiment's
+ * results with their trace view, a live tensor in the
  * allocator playground (each gets a "del" button) and the segment it sits in. Each scheme's context is a new
  * student, so the playground starts empty every time.
  */
 async function useControls(page) {
+  // The launch experiment's results and its trace view (lanes, download link, span table).
+  const launch = page.locator('figure[data-experiment="launch-overhead"]');
+  if (await launch.count()) {
+    await launch.locator('input[name="max_kernels"]').fill('10');
+    await launch.getByRole('button', { name: 'Just run it' }).click();
+    await launch.locator('svg.exp-trace-lanes').waitFor({ state: 'visible', timeout: 60_000 });
+  }
   const playground = page.locator('figure[data-experiment="allocator-playground"]');
   if ((await playground.count()) === 0) return;
   await playground.getByRole('button', { name: /^Allocate$/ }).click();

@@ -10,6 +10,7 @@ import {
   experimentSpec,
 } from './panel.js';
 import { mountChart, axis, xAxis } from './panel-chart.js';
+import { traceView } from './panel-trace.js';
 import { timelineEnd, hiddenWork } from '../logic/panel-series.js';
 import { formatMs, formatSig } from '../logic/panel-format.js';
 import { timingTrapVerdict } from '../logic/measured-verdicts.js';
@@ -98,6 +99,7 @@ function render(results, result, device, state) {
       columns: [{ label: '#' }, { label: 'CPU launch call (ms)', numeric: true }, { label: cpuBackend ? 'Stream thread work (ms)' : 'GPU kernel (ms)', numeric: true }],
       rows: spans,
     }),
+    traceView(result.trace, 'timing'),
     provenanceDetails(result.provenance),
   );
   state.chart = mountChart(chartHost, {
