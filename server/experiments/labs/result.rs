@@ -82,6 +82,8 @@ pub struct LabResult {
     pub backend: &'static str,
     /// All criteria combined.
     pub verdict: Verdict,
+    /// Share of the graded criteria that passed, in percent (the gradebook's score).
+    pub score_percent: f64,
     /// Each criterion.
     pub criteria: Vec<Criterion>,
     /// The lab's slow starting point.
@@ -296,7 +298,18 @@ pub fn assemble(
             p.step_ms, p.copy_ms, p.sync_wait_ms, p.compute_ms, p.optimizer_ms
         ),
     );
+    let graded: Vec<Verdict> = criteria
+        .iter()
+        .map(|c| c.verdict)
+        .filter(|v| *v != Verdict::NotGraded)
+        .collect();
+    let passed = graded.iter().filter(|v| **v == Verdict::Pass).count();
     LabResult {
+        score_percent: if graded.is_empty() {
+            0.0
+        } else {
+            (1000.0 * passed as f64 / graded.len() as f64).round() / 10.0
+        },
         lab: l.id,
         title: l.title,
         backend: if on_gpu { "cuda" } else { "cpu" },
