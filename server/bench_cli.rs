@@ -83,8 +83,11 @@ fn experiment_command(experiment: &'static dyn DynExperiment) -> Command {
     command
 }
 
-/// A flag's text as JSON: a whole number, a number, or a string.
+/// A flag's text as JSON: a whole number, a number, `true`/`false`, or a string.
 fn value(text: &str) -> Value {
+    if let Ok(flag) = text.parse::<bool>() {
+        return Value::Bool(flag);
+    }
     text.parse::<u64>()
         .map(Value::from)
         .or_else(|_| text.parse::<f64>().map(Value::from))

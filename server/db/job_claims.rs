@@ -4,17 +4,21 @@
 //! lease renewed while the job runs, reaping the jobs of a worker that stopped renewing
 //! (put back once, failed the second time), and [`complete`]: the one place a finished
 //! run is recorded — the job's result and measured value, the run history, the latest
-//! measurement of its quantity and the scored prediction — in one transaction, and only if this worker still holds the
+//! measurement of its quantity, the scored prediction and a tuning lab's attempt — in one transaction, and only if this worker still holds the
 //! job, so a worker that lost its lease cannot overwrite the retry's result.
 
 use std::time::Duration;
 
 use super::experiment_history::{self, ExperimentRun};
 use super::jobs::{KEEP_FINISHED_SECS, now};
+use super::lab_attempts;
 use super::measurements;
 use super::predictions::{self, PredictionRow};
 use super::{DbError, Dialect, Tx};
 use crate::params;
+
+/// The experiment whose runs are also lab attempts ([`lab_attempts`]).
+const LAB_EXPERIMENT: &str = "lab";
 
 /// The PostgreSQL channel a submission is announced on (workers `LISTEN`).
 pub const CHANNEL: &str = "gpulab_jobs";
@@ -216,6 +220,9 @@ pub fn complete(
     }
     if let Some(row) = &prediction {
         predictions::record(tx, row)?;
+    }
+    if let (LAB_EXPERIMENT, Ok(result)) = (job.experiment.as_str(), &run.result) {
+        lab_attempts::record(tx, &job.owner, result, &run.backend)?;
     }
     Ok(true)
 }

@@ -21,6 +21,7 @@ pub mod health;
 pub mod instructor_sessions;
 pub mod job_claims;
 pub mod jobs;
+pub mod lab_attempts;
 pub mod listener;
 pub mod measurements;
 pub mod migrations;
@@ -382,6 +383,20 @@ CREATE TABLE measurements (
 );
 CREATE INDEX measurements_by_time ON measurements(quantity, measured_at);
 ALTER TABLE jobs ADD COLUMN measured REAL;
+",
+    // The tuning labs' graded attempts (db::lab_attempts), recorded with the run.
+    r"
+CREATE TABLE lab_attempts (
+    id           INTEGER PRIMARY KEY,
+    student_id   TEXT NOT NULL,
+    lab          TEXT NOT NULL,
+    verdict      TEXT NOT NULL,
+    score        REAL NOT NULL,
+    passed       INTEGER NOT NULL,
+    backend      TEXT NOT NULL,
+    attempted_at TEXT NOT NULL
+);
+CREATE INDEX lab_attempts_by_student ON lab_attempts(student_id, lab);
 ",
 ];
 

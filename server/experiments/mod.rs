@@ -16,6 +16,7 @@
 //! (`web/static/js/experiments/DIRECTIVE.js`), its lesson text and its test.
 
 pub mod break_it;
+pub mod labs;
 pub mod launch;
 pub mod matmul;
 pub mod params;
@@ -364,6 +365,7 @@ pub static REGISTRY: &[&dyn DynExperiment] = &[
     &Registered::<training::Training>::ENTRY,
     &Registered::<precision::Precision>::ENTRY,
     &Registered::<break_it::BreakIt>::ENTRY,
+    &Registered::<labs::Labs>::ENTRY,
 ];
 
 /// The registered experiment called `name`.

@@ -15,8 +15,8 @@
 use cudarc::driver::CudaGraph;
 use cudarc::driver::sys::{CUgraphInstantiate_flags, CUstreamCaptureMode};
 
-use super::device::Stream;
 use super::error::{DriverContext, GpuError};
+use super::stream::Stream;
 
 /// A recorded sequence of GPU work, instantiated and ready to replay on the stream it
 /// was captured on.

@@ -71,6 +71,19 @@ impl Stream {
             .what("host→device copy failed")
     }
 
+    /// Copies all of `src` into `dst` starting at element `at`.
+    pub fn copy_to_device_at<T: Element>(
+        &self,
+        src: &[T],
+        dst: &mut DeviceBuffer<T>,
+        at: usize,
+    ) -> Result<(), GpuError> {
+        fits(at.saturating_add(src.len()), dst.len(), "host→device copy")?;
+        self.inner
+            .memcpy_htod(src, &mut dst.slice_mut(at..at + src.len()))
+            .what("host→device copy failed")
+    }
+
     /// Copies the first `dst.len()` elements of `src` into `dst`.
     pub fn copy_to_host<T: Element>(
         &self,

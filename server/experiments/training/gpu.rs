@@ -21,9 +21,9 @@ use crate::experiments::ExperimentError;
 use crate::gpu::{Blas, Compute, DeviceBuffer, Gpu, Kernels, Operand, Output, Stream};
 use crate::measure::{Deadline, summarize};
 
-/// Everything one run keeps on the device.
-struct DeviceRun {
-    stream: Stream,
+/// Everything one run keeps on the device (the tuning labs drive it step by step too).
+pub(crate) struct DeviceRun {
+    pub(crate) stream: Stream,
     blas: Arc<Blas>,
     k: Arc<Kernels>,
     bf16: bool,
@@ -56,7 +56,11 @@ struct DeviceRun {
 }
 
 impl DeviceRun {
-    fn new(gpu: &mut Gpu, params: &TrainParams, data: &Tickets) -> Result<Self, ExperimentError> {
+    pub(crate) fn new(
+        gpu: &mut Gpu,
+        params: &TrainParams,
+        data: &Tickets,
+    ) -> Result<Self, ExperimentError> {
         if data.y.iter().any(|&c| c >= CLASSES) {
             return Err(ExperimentError::Failed(
                 "a ticket label is out of range".into(),
@@ -120,7 +124,7 @@ impl DeviceRun {
     }
 
     /// Queues one training step on batch `step` (nothing waits for the GPU).
-    fn step(&mut self, step: usize) -> Result<(), ExperimentError> {
+    pub(crate) fn step(&mut self, step: usize) -> Result<(), ExperimentError> {
         let (b, h) = (self.batch, self.hidden);
         let (s, k, blas) = (
             self.stream.clone(),
@@ -230,8 +234,45 @@ impl DeviceRun {
     }
 
     /// Copies the batch-mean loss of the last step to the host: waits for the GPU.
-    fn read_loss(&self) -> Result<f32, ExperimentError> {
+    pub(crate) fn read_loss(&self) -> Result<f32, ExperimentError> {
         Ok(self.stream.download(&self.loss)?[0])
+    }
+
+    /// Copies host batch `x` (FP32 tickets) over the rows that step `step` reads, on
+    /// `on` (the run's stream, or a side stream for a prefetch): what a loop that keeps
+    /// its data in host memory does every step.
+    pub(crate) fn feed(
+        &mut self,
+        on: &Stream,
+        step: usize,
+        x: &[f32],
+    ) -> Result<(), ExperimentError> {
+        let at = ((step * self.batch) % DATASET) * FEATURES;
+        on.copy_to_device_at(x, &mut self.x, at)?;
+        if self.bf16 {
+            let rounded: Vec<f32> = x.iter().map(|v| bf16::from_f32(*v).to_f32()).collect();
+            let halves: Vec<bf16> = x.iter().map(|v| bf16::from_f32(*v)).collect();
+            on.copy_to_device_at(&rounded, &mut self.x_round, at)?;
+            on.copy_to_device_at(&halves, &mut self.x_bf16, at)?;
+        }
+        Ok(())
+    }
+
+    /// Recomputes layer 1 (z1 = x·W1 + b1, a1 = relu(z1)) for step `step`, as
+    /// activation checkpointing does in the backward pass (FP32 operands).
+    pub(crate) fn recompute_hidden(&mut self, step: usize) -> Result<(), ExperimentError> {
+        let (b, h) = (self.batch, self.hidden);
+        let first = (step * b) % DATASET;
+        self.blas.gemm(
+            Operand::new(&self.x, 2 * DATASET, FEATURES).window(first, b),
+            Operand::new(&self.params[0], FEATURES, h),
+            Output::new(&mut self.z1, b, h),
+            Compute::F32,
+        )?;
+        self.k
+            .add_bias(&self.stream, &mut self.z1, &self.params[1], b, h)?;
+        self.k.relu(&self.stream, &self.z1, &mut self.a1, b * h)?;
+        Ok(())
     }
 
     fn model(&self) -> Result<Mlp, ExperimentError> {

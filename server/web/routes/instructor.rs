@@ -44,7 +44,24 @@ pub async fn gradebook(
         )
         .into_response());
     }
-    let quiz_ids: Vec<&str> = state.course.quizzes.iter().map(|q| q.id.as_str()).collect();
+    // Quiz columns, then one column per tuning lab (best score, attempts, passed).
+    let lab_columns: Vec<(String, &str)> = crate::experiments::labs::ALL
+        .iter()
+        .map(|id| {
+            let name = serde_json::to_value(id).unwrap_or_default();
+            (
+                crate::db::lab_attempts::column(name.as_str().unwrap_or("")),
+                crate::experiments::labs::lab(*id).title,
+            )
+        })
+        .collect();
+    let quiz_ids: Vec<&str> = state
+        .course
+        .quizzes
+        .iter()
+        .map(|q| q.id.as_str())
+        .chain(lab_columns.iter().map(|(id, _)| id.as_str()))
+        .collect();
     let view = View::parse(&query, &quiz_ids)?;
     let class = ClassData::load(&state).await?;
     let all_rows = class.rows(&quiz_ids);
@@ -67,10 +84,16 @@ pub async fn gradebook(
             &quiz_ids,
         ),
     ];
+    let titles = state
+        .course
+        .quizzes
+        .iter()
+        .map(|quiz| (quiz.id.as_str(), quiz.title.as_str()))
+        .chain(lab_columns.iter().map(|(id, title)| (id.as_str(), *title)));
     headers.extend(
-        state.course.quizzes.iter().enumerate().map(|(i, quiz)| {
-            sort_header(&view, SortKey::Quiz(i), &quiz.id, &quiz.title, &quiz_ids)
-        }),
+        titles
+            .enumerate()
+            .map(|(i, (id, title))| sort_header(&view, SortKey::Quiz(i), id, title, &quiz_ids)),
     );
     let sort = sort_param(&view.sort, &quiz_ids);
     let notice = match query.saved.as_deref() {

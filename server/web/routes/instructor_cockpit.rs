@@ -29,7 +29,7 @@ const RECENT_RUNS: usize = 20;
 
 /// Everything the gradebook, its figures and the exports are built from.
 pub struct ClassData {
-    /// Best result per student and quiz.
+    /// Best result per student and quiz, then per student and tuning lab.
     pub cells: Vec<GradeCell>,
     /// Students with attempts and their last activity.
     pub members: Vec<ClassMember>,
@@ -46,7 +46,11 @@ impl ClassData {
             .db
             .run(|tx| {
                 Ok(Self {
-                    cells: gradebook::grades(tx)?,
+                    cells: {
+                        let mut cells = gradebook::grades(tx)?;
+                        cells.extend(crate::db::lab_attempts::grades(tx)?);
+                        cells
+                    },
                     members: class_summary::members(tx)?,
                     missed: class_summary::missed_by_students(tx)?,
                     key: gradebook::pseudonym_key(tx)?,
