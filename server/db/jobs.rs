@@ -344,13 +344,16 @@ pub fn measured(tx: &mut Tx, id: u64) -> Result<Option<f64>, DbError> {
         .flatten())
 }
 
-/// Deletes every job of `owner` and its run history (a benchmark's rows), and the
-/// workers whose names start with `worker_prefix`.
-pub fn forget(tx: &mut Tx, owner: &str, worker_prefix: &str) -> Result<(), DbError> {
-    tx.execute("DELETE FROM jobs WHERE owner = ?1", params![owner])?;
+/// Deletes every job of the owners whose ids start with `owner_prefix` and their run
+/// history (a benchmark's rows), and the workers whose names start with `worker_prefix`.
+pub fn forget(tx: &mut Tx, owner_prefix: &str, worker_prefix: &str) -> Result<(), DbError> {
     tx.execute(
-        "DELETE FROM experiment_runs WHERE student_id = ?1",
-        params![owner],
+        "DELETE FROM jobs WHERE substr(owner, 1, length(?1)) = ?1",
+        params![owner_prefix],
+    )?;
+    tx.execute(
+        "DELETE FROM experiment_runs WHERE substr(student_id, 1, length(?1)) = ?1",
+        params![owner_prefix],
     )?;
     tx.execute(
         "DELETE FROM workers WHERE substr(name, 1, length(?1)) = ?1",

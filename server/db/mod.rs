@@ -614,12 +614,12 @@ impl Db {
         Ok(value)
     }
 
-    /// Runs `f`, which must run **one** statement, on a PostgreSQL connection outside a
-    /// transaction (the statement commits by itself, in one round trip: the queue's
-    /// claim). On SQLite it is [`Db::run_blocking`].
+    /// Runs `f`, which must run **one** statement of the queue's own (its claim), on a
+    /// PostgreSQL connection outside a transaction (the statement commits by itself, in
+    /// one round trip). On SQLite it is [`Db::run_queue`].
     pub fn run_one<T>(&self, f: impl FnOnce(&mut Tx) -> Result<T, DbError>) -> Result<T, DbError> {
         match &*self.store {
-            Store::Sqlite(_) => self.run_blocking(f),
+            Store::Sqlite(_) => self.run_queue(f),
             Store::Postgres(pool) => {
                 let pool = pool
                     .as_ref()
