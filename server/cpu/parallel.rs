@@ -15,9 +15,12 @@
 //! the machine and its neighbours; a fixed threshold that suits one VM is wrong on
 //! another (issue 31). [`threading`] times one thread against every core at a few sizes,
 //! best of five each, and takes the first size where every core is clearly faster.
+//! When none is (a neighbour kept the other cores busy throughout), products from the
+//! largest size tried use every core, and the measurement is tried again later, a few
+//! times: a server outlives its neighbours' builds.
 
-use std::sync::LazyLock;
-use std::time::Instant;
+use std::sync::{Mutex, PoisonError};
+use std::time::{Duration, Instant};
 
 use faer::linalg::matmul::matmul;
 use faer::{Accum, MatMut, MatRef, Par};
@@ -34,6 +37,9 @@ pub(crate) const SMALLEST_PARALLEL_FLOP: f64 = 2.0 * 64.0 * 64.0 * 64.0;
 const CLEARLY_FASTER: f64 = 0.9;
 /// Timed products per variant and size (the best one counts).
 const TRIES: usize = 5;
+/// How long after an inconclusive measurement it is tried again, and how many times.
+const RETRY_AFTER: Duration = Duration::from_secs(60);
+const RETRIES: u32 = 3;
 /// Column blocks are multiples of this many columns (one 512-bit vector of f32).
 const BLOCK_ALIGN: usize = 16;
 
@@ -67,10 +73,25 @@ impl Threading {
     }
 }
 
-/// The threading of this machine, measured on first use (a few milliseconds).
+/// The threading of this machine, measured on first use (a few milliseconds, at most
+/// about 30 on a 2-core VM) and again after [`RETRY_AFTER`] while inconclusive.
 pub fn threading() -> Threading {
-    static MEASURED: LazyLock<Threading> = LazyLock::new(calibrate);
-    *MEASURED
+    /// The last measurement, when it was taken, and how many were taken.
+    static LAST: Mutex<Option<(Threading, Instant, u32)>> = Mutex::new(None);
+    let mut last = LAST.lock().unwrap_or_else(PoisonError::into_inner);
+    match *last {
+        Some((threading, at, tries))
+            if threading.measured || tries > RETRIES || at.elapsed() < RETRY_AFTER =>
+        {
+            threading
+        }
+        _ => {
+            let threading = calibrate();
+            let tries = last.map_or(1, |(_, _, tries)| tries + 1);
+            *last = Some((threading, Instant::now(), tries));
+            threading
+        }
+    }
 }
 
 fn calibrate() -> Threading {
