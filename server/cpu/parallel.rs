@@ -8,7 +8,8 @@
 //! OpenBLAS on one thread from n = 128 to 1024, so the gap to numpy (0.5–0.9×) was all
 //! in the threading: faer's parallel path kept n = 512 on one thread and reached
 //! 0.75–0.89× at n = 1024–2048, while two column blocks took 0.86 ms at n = 512 against
-//! 1.47 ms on one thread, and 0.115 ms at n = 256 against 0.19 ms.
+//! 1.47 ms on one thread, and 0.115 ms at n = 256 against 0.19 ms (best of 101 products
+//! each, the VM busy with other builds; numpy took 0.13–0.14 ms at n = 256).
 //!
 //! Why measured: handing work to a pool thread costs 3 µs when it is spinning and
 //! 20 µs or more when it has to be woken, and whether a second core is free depends on
@@ -144,7 +145,7 @@ fn calibrate() -> Threading {
 }
 
 /// `out = a · b` (or `out += a · b`), cut into `pieces` column blocks computed in
-/// parallel, each on one thread.
+/// parallel, each on one thread (fewer when the blocks, 16-column multiples, run out).
 pub(super) fn product<T: Scalar>(
     out: MatMut<'_, T>,
     accum: Accum,
@@ -159,18 +160,15 @@ pub(super) fn product<T: Scalar>(
         super::clean_upper_vector_state();
         return;
     }
-    // The first block here, the rest on the pool: halves by block count, recursively.
-    let left_pieces = pieces / 2;
-    let split = width * left_pieces;
-    if split >= cols {
-        return product(out, accum, a, b, left_pieces);
-    }
-    let (out_left, out_right) = out.split_at_col_mut(split);
-    let (b_left, b_right) = b.split_at_col(split);
-    rayon::join(
-        || product(out_left, accum, a, b_left, left_pieces),
-        || product(out_right, accum, a, b_right, pieces - left_pieces),
-    );
+    // The first block on this thread, the rest handed to the pool. (`rayon::join` from
+    // outside the pool would hand both to pool threads and wait: one more wake-up per
+    // product, which at n = 128 cost more than the second core saved.)
+    let (first, rest) = out.split_at_col_mut(width);
+    let (b_first, b_rest) = b.split_at_col(width);
+    rayon::in_place_scope(|scope| {
+        scope.spawn(move |_| product(rest, accum, a, b_rest, pieces - 1));
+        product(first, accum, a, b_first, 1);
+    });
 }
 
 #[cfg(test)]
