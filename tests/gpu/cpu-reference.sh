@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The CPU path's own figures against reference tools, on this machine, in one run — a
 # benchmark, not a test (it fails only when something could not run):
-#   - our CPU SGEMM (server/cpu.rs, the matmul experiment's CPU column, n = 16 … 2048)
+#   - our CPU SGEMM (server/cpu/, the matmul experiment's CPU column, n = 16 … 2048)
 #     against numpy's `a @ b` (OpenBLAS) and `torch.matmul` on the CPU;
 #   - our CPU training step (batch 32 / hidden 128 and batch 256 / hidden 1024, 200 Adam
 #     steps) against the same step in PyTorch, eager and torch.compile.
