@@ -11,11 +11,13 @@
 //! 1.47 ms on one thread, and 0.115 ms at n = 256 against 0.19 ms (best of 101 products
 //! each, the VM busy with other builds; numpy took 0.13–0.14 ms at n = 256).
 //!
-//! Why measured: handing work to a pool thread costs 3 µs when it is spinning and
-//! 20 µs or more when it has to be woken, and whether a second core is free depends on
-//! the machine and its neighbours; a fixed threshold that suits one VM is wrong on
-//! another (issue 31). [`threading`] times one thread against every core at a few sizes,
-//! best of five each, and takes the first size where every core is clearly faster.
+//! Why measured: handing work to a pool thread cost 3 µs at best and 6–20 µs typically
+//! on the busy VM (`rayon::join` of two empty closures), and whether a second core is
+//! free depends on the machine and its neighbours; a fixed threshold that suits one VM
+//! is wrong on another (issue 31). [`threading`] times one thread against every core at
+//! a few sizes, the median of five products each (the typical product, not the lucky
+//! one: small products such as the training step's must not pay a wake-up for
+//! nothing), and takes the first size where every core is clearly faster.
 //! When none is (a neighbour kept the other cores busy throughout), products from the
 //! largest size tried use every core, and the measurement is tried again later, a few
 //! times: a server outlives its neighbours' builds.
@@ -36,7 +38,7 @@ const CANDIDATES: &[usize] = &[64, 96, 128, 160, 192, 256, 320, 384, 512];
 pub(crate) const SMALLEST_PARALLEL_FLOP: f64 = 2.0 * 64.0 * 64.0 * 64.0;
 /// Every core must take less than this fraction of one thread's time to count as faster.
 const CLEARLY_FASTER: f64 = 0.9;
-/// Timed products per variant and size (the best one counts).
+/// Timed products per variant and size (their median counts).
 const TRIES: usize = 5;
 /// How long after an inconclusive measurement it is tried again, and how many times.
 const RETRY_AFTER: Duration = Duration::from_secs(60);
@@ -112,8 +114,8 @@ fn calibrate() -> Threading {
             super::random_matrix(n * n, 32),
         );
         let mut c = vec![0.0f32; n * n];
-        let mut best = |pieces: usize| {
-            (0..=TRIES)
+        let mut median = |pieces: usize| {
+            let mut times: Vec<f64> = (0..=TRIES)
                 .map(|_| {
                     let start = Instant::now();
                     product(
@@ -126,10 +128,12 @@ fn calibrate() -> Threading {
                     start.elapsed().as_secs_f64()
                 })
                 .skip(1) // the first is a warm-up
-                .fold(f64::INFINITY, f64::min)
+                .collect();
+            times.sort_by(f64::total_cmp);
+            times[times.len() / 2]
         };
-        let one = best(1);
-        best(cores) < CLEARLY_FASTER * one
+        let one = median(1);
+        median(cores) < CLEARLY_FASTER * one
     });
     let threading = Threading {
         cores,
