@@ -14,6 +14,10 @@ pub struct CpuInfo {
     pub logical_cores: usize,
     /// Total RAM in bytes, from `/proc/meminfo`, if readable.
     pub memory_total_bytes: Option<u64>,
+    /// The SGEMM kernels the CPU backend runs here ([`crate::cpu::kernel`]); empty in
+    /// cards recorded before it was reported.
+    #[serde(default)]
+    pub sgemm_kernel: String,
 }
 
 /// A `/proc/meminfo` field (`MemTotal:`, `MemAvailable:`) in bytes.
@@ -49,6 +53,7 @@ pub fn cpu_info() -> CpuInfo {
         model,
         logical_cores: std::thread::available_parallelism().map_or(1, |n| n.get()),
         memory_total_bytes: meminfo("MemTotal:"),
+        sgemm_kernel: crate::cpu::kernel().to_string(),
     }
 }
 

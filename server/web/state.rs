@@ -97,20 +97,30 @@ impl AppState {
         if let Some(token) = config.instructor_token.as_deref().filter(|t| !t.is_empty()) {
             check_token(token).map_err(StartupError::WeakToken)?;
         }
-        let course = Course::load(&ContentSource::from_option(config.content_dir.as_deref()))?;
         let db = Db::connect(
             &config.database,
             u32::from(config.limits.gpu_concurrency) + 8,
         )?;
+        // Probing for a GPU (the library search alone is some 60 ms without one) runs on
+        // a second core while the course renders: together they were most of a cold
+        // start.
+        let probe = (config.role == crate::config::Role::All).then(|| {
+            let (limits, db) = (config.limits.clone(), db.clone());
+            std::thread::spawn(move || Engine::start(limits, db))
+        });
+        let course = Course::load(&ContentSource::from_option(config.content_dir.as_deref()))?;
         let assets = Assets::load();
         let layout = Layout::new(&course.title, &assets);
         // The engine picks the device first: every lesson header says what it is.
-        let engine = match config.role {
-            crate::config::Role::All => Engine::start(config.limits.clone(), db.clone()),
-            crate::config::Role::Web if db.dialect() == crate::db::Dialect::Postgres => {
+        let engine = match (config.role, probe) {
+            (_, Some(probe)) => probe
+                .join()
+                .unwrap_or_else(|panic| std::panic::resume_unwind(panic)),
+            (crate::config::Role::All, None) => Engine::start(config.limits.clone(), db.clone()),
+            (crate::config::Role::Web, None) if db.dialect() == crate::db::Dialect::Postgres => {
                 Engine::web(config.limits.clone(), db.clone())
             }
-            crate::config::Role::Web => return Err(StartupError::WebNeedsPostgres),
+            (crate::config::Role::Web, None) => return Err(StartupError::WebNeedsPostgres),
         };
         let device = DeviceStatus::from_card(&engine.card);
         let pages = Prerendered::render(&course, &layout, &assets, &device)?;

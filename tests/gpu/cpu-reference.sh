@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
 # The CPU path's own figures against reference tools, on this machine, in one run — a
 # benchmark, not a test (it fails only when something could not run):
-#   - our CPU SGEMM (server/cpu.rs, the matmul experiment's CPU column, n = 16 … 2048)
+#   - our CPU SGEMM (server/cpu/, the matmul experiment's CPU column, n = 16 … 2048)
 #     against numpy's `a @ b` (OpenBLAS) and `torch.matmul` on the CPU;
 #   - our CPU training step (batch 32 / hidden 128 and batch 256 / hidden 1024, 200 Adam
 #     steps) against the same step in PyTorch, eager and torch.compile.
-# The comparison is reference.py's, fed with our results (tests/gpu/README.md).
+# The comparison is reference.py's, fed with our results (tests/gpu/README.md). It names
+# the CPU, the SGEMM kernels ours ran (AVX-512 or AVX2, chosen at run time) and the
+# measured size from which our products use every core. For ours and numpy interleaved
+# in one run, see tests/bench/sgemm.sh.
 #
 #   bash tests/gpu/cpu-reference.sh [--baseline BIN] [OUT_DIR]
 #
@@ -57,6 +60,17 @@ EOF
 
 [[ -n $BASELINE ]] && ours "$BASELINE" baseline
 ours target/release/gpulab ours
+# Which CPU, which SGEMM kernels and from which size our products use every core.
+"$PYTHON" - "$OUT_DIR/ours.json" <<'EOF'
+import json, sys
+doc = json.load(open(sys.argv[1]))
+cpu = doc["device"].get("cpu", {})
+matmul = next(e["result"] for e in doc["experiments"] if e["name"] == "matmul")
+method = matmul["provenance"]["method"]
+cpu_part = lambda m: m[m.find("CPU:"):m.find(", host clock")] if "CPU:" in m else m
+print(f"== CPU: {cpu.get('model')} ({cpu.get('logical_cores')} logical cores); "
+      f"{cpu_part(method) or 'SGEMM: ' + cpu.get('sgemm_kernel', 'kernel not reported')}")
+EOF
 baseline_args=()
 [[ -n $BASELINE ]] && baseline_args=(--baseline "baseline=$OUT_DIR/baseline.json")
 env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE \

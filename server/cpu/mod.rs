@@ -1,29 +1,41 @@
 //! The CPU reference: the math every GPU path is checked against, and the CPU backend's
 //! building blocks. Matrix products go through `faer` (pure Rust, safe API; its x86
-//! kernels pick AVX-512 or AVX2 at run time), so this module needs no `unsafe`; the rest
-//! is a busy loop (calibrated by `measure::calibrate`) and repeatable pseudo-random data.
+//! kernels pick AVX-512 or AVX2 at run time, [`kernel`] says which), so this module
+//! needs no `unsafe`; the rest is a busy loop (calibrated by `measure::calibrate`) and
+//! repeatable pseudo-random data. [`parallel`] decides, from a measurement on this
+//! machine, when a product uses every core and splits it.
 //!
-//! Why faer and not `ndarray`'s `matrixmultiply`: matrixmultiply has no AVX-512 kernels
-//! and splits every product across every core; on the project's 2-core VM it took 2.4–3.9×
-//! numpy/OpenBLAS's time from n = 256 to 2048, and faer takes 1.0–1.4× (tests/gpu/README.md).
-//! Products up to n ≈ 290 run on the calling thread: handing them to a thread pool
-//! costs more than it saves ([`PARALLEL_FROM_FLOP`]).
+//! Why faer: on the project's 2-core VM its single-threaded kernels ran at 0.97–1.09×
+//! OpenBLAS's single-threaded speed (n = 128–1024); the `gemm` crate (without its
+//! nightly AVX-512 feature) at 0.64–0.79×, and `ndarray`'s `matrixmultiply`, which has
+//! no AVX-512 kernels, took 2.4–3.9× numpy's time (tests/gpu/README.md).
 //!
 //! Matrices are row-major slices. [`Mat`] is a view of one, optionally read transposed,
 //! which is how the training run's backward pass uses its weights and activations.
 
-use std::sync::LazyLock;
+pub mod parallel;
 
-use faer::linalg::matmul::matmul;
-use faer::{Accum, MatMut, MatRef, Par};
+use faer::{Accum, MatMut, MatRef};
 
-/// Products of fewer floating-point operations (2·m·n·k) than this run on the calling
-/// thread. Measured with faer on the 2-core VM of tests/gpu/README.md, one thread
-/// against two: handing work to the pool costs about 15 µs (a 32 × 32 × 128 product
-/// took 1.4 µs on one thread, 15 µs on two); at n = 256 (34 MFLOP) two threads were up
-/// to 1.3× faster when the other core was idle but up to 1.4× slower when a neighbour
-/// kept it busy; from n = 320 (66 MFLOP) they win whenever the second core is free.
-pub const PARALLEL_FROM_FLOP: f64 = 48e6;
+pub use parallel::{Threading, threading};
+
+/// The kernels faer 0.24 runs on this CPU: it checks the CPU's features at run time,
+/// as here, and uses private-gemm-x86's AVX-512 kernels when AVX-512F is there, its
+/// AVX2 ones with AVX2 and FMA, else the portable `gemm` crate. (Products of at most
+/// 16³ multiply-adds go to `nano-gemm` whatever the CPU.)
+pub fn kernel() -> &'static str {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if std::arch::is_x86_feature_detected!("avx512f") {
+            return "faer 0.24, AVX-512 kernels (private-gemm-x86)";
+        }
+        if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma")
+        {
+            return "faer 0.24, AVX2+FMA kernels (private-gemm-x86)";
+        }
+    }
+    "faer 0.24, portable kernels (gemm)"
+}
 
 /// The element types [`gemm`] multiplies: single and double precision.
 pub trait Scalar: faer::traits::ComplexField + Copy + PartialEq + std::ops::MulAssign {
@@ -88,21 +100,6 @@ impl<'a, T> Mat<'a, T> {
     }
 }
 
-/// How to run an m × k by k × n product: on this thread when it is small, else on
-/// every core (the pool is sized to the machine once, on first use).
-pub fn parallelism(m: usize, n: usize, k: usize) -> Par {
-    // Asked once: on Linux the answer reads cgroup files, which costs more (about 30 µs)
-    // than a small product.
-    static CORES: LazyLock<usize> =
-        LazyLock::new(|| std::thread::available_parallelism().map_or(1, usize::from));
-    let flop = 2.0 * m as f64 * n as f64 * k as f64;
-    if *CORES > 1 && flop >= PARALLEL_FROM_FLOP {
-        Par::rayon(*CORES)
-    } else {
-        Par::Seq
-    }
-}
-
 /// `c = a · b + beta · c` for row-major `c` of shape (rows of a) × (cols of b).
 ///
 /// # Panics
@@ -121,14 +118,18 @@ pub fn gemm<T: Scalar>(a: Mat<'_, T>, b: Mat<'_, T>, beta: T, c: &mut [T]) {
         Accum::Add
     };
     let out = MatMut::from_row_major_slice_mut(c, m, n);
-    matmul(
-        out,
-        accumulate,
-        a.view(),
-        b.view(),
-        T::ONE,
-        parallelism(m, n, k),
-    );
+    // Products too small to be worth a thread never wait for the measurement.
+    let pieces = if 2.0 * (m * n * k) as f64 >= parallel::SMALLEST_PARALLEL_FLOP {
+        threading().pieces(m, n, k)
+    } else {
+        1
+    };
+    parallel::product(out, accumulate, a.view(), b.view(), pieces);
+}
+
+/// Clears the upper halves of this thread's vector registers after a faer kernel
+/// ([`CleanUpperVectorState`]); every thread that ran one calls it.
+fn clean_upper_vector_state() {
     pulp::Arch::new().dispatch(CleanUpperVectorState);
 }
 
@@ -252,24 +253,14 @@ mod tests {
 
     #[test]
     fn large_and_odd_products_agree_with_double_precision_on_the_pool_and_off_it() {
-        assert!(
-            matches!(parallelism(32, 128, 32), Par::Seq),
-            "small: one thread"
-        );
-        assert!(
-            matches!(parallelism(256, 256, 256), Par::Seq),
-            "n = 256: one thread"
-        );
-        let cores = std::thread::available_parallelism().map_or(1, usize::from);
-        assert_eq!(
-            matches!(parallelism(320, 320, 320), Par::Rayon(_)),
-            cores > 1,
-            "n = 320 uses every core when there are several"
-        );
-        // Square above the threshold, and a ragged transposed product on each side of it.
+        // The largest calibration size always uses every core (when there are several).
+        let pooled = threading().pieces(512, 512, 512);
+        assert_eq!(pooled, threading().cores);
+        // Square above any threshold, and ragged transposed products.
         for (m, k, n, ta, tb) in [
-            (320, 320, 320, false, false),
+            (512, 512, 512, false, false),
             (257, 331, 290, true, false),
+            (520, 515, 517, false, true),
             (67, 33, 5, false, true),
         ] {
             let a_data = random_matrix(m * k, 7);
