@@ -54,14 +54,17 @@
 //! - [`experiments`]: one module per live experiment behind one trait, and the registry
 //!   from which routes, CLI commands, OpenAPI paths, lesson directives, panel bounds,
 //!   bad-input tests and selftests are derived; `experiments::trace` writes a run's
-//!   timeline in the Chrome Trace Event format, carried inside its typed result.
+//!   timeline in the Chrome Trace Event format, carried inside its typed result;
+//!   `experiments::ceilings` measures this device's own ceilings once per server start
+//!   (on the engine's first worker), which `/api/device` serves beside datasheet peaks.
 //! - [`gpu`]: the only code that talks to CUDA and the only `unsafe`: library loading
 //!   (and where it searches), which GPU a worker takes, the device handle and streams,
 //!   kernels (compiled once per process) and their typed launchers, every GEMM,
 //!   CUDA-event clocks, device memory, the device card and the doctor.
 //! - [`cpu`]: the CPU reference math every GPU path is checked against.
-//! - [`measure`]: medians and spreads, deadlines, the one timing loop, and the
-//!   calibration that warms a device up before sizing a busy loop to a target time.
+//! - [`measure`]: medians and spreads, deadlines, the one timing loop, the
+//!   calibration that warms a device up before sizing a busy loop to a target time, and
+//!   a clock wrapper that keeps every timed interval for a run's trace.
 //! - [`spread`]: quartiles, outlier fences and the rule that says a timed point settled.
 //! - [`host`], [`format`]: the host machine as Linux describes it; number formatting
 //!   shared by terminal tables and lesson fallbacks.

@@ -5,7 +5,8 @@
 //!
 //! It depends on nothing else in the crate, so the CPU reference, the GPU layer and the
 //! experiments can all use it. [`calibrate`] sizes a busy loop to a target duration on a
-//! device that warms up while it is measured.
+//! device that warms up while it is measured; [`recorded`] keeps every interval a clock
+//! timed, so a trace can draw the samples a summary was made from.
 
 use std::convert::Infallible;
 use std::time::{Duration, Instant};
@@ -15,6 +16,7 @@ use serde::Serialize;
 use crate::spread;
 
 pub mod calibrate;
+pub mod recorded;
 
 /// Median and spread of one set of samples.
 #[derive(Debug, Clone, Copy, Serialize, PartialEq, utoipa::ToSchema)]

@@ -200,6 +200,45 @@ async fn matmul_and_timing_jobs_return_real_measurements() {
 }
 
 #[tokio::test]
+async fn the_device_card_carries_this_devices_ceilings_measured_before_the_first_job() {
+    let app = spawn().await;
+    let body = json!({"batch": 8, "hidden": 16, "steps": 5, "log_every": 5});
+    let response = post(&app, "/api/experiments/training", body).await;
+    let id = response.json::<Value>().await.unwrap()["job_id"]
+        .as_u64()
+        .unwrap();
+    // The first worker measures the ceilings before it serves a job.
+    assert_eq!(wait_for(&app, id).await["status"], "done");
+    let card: Value = app.get("/api/device").await.json().await.unwrap();
+    let ceilings = &card["ceilings"];
+    let figures = ceilings["figures"].as_array().unwrap();
+    let keys: Vec<&str> = figures.iter().map(|f| f["key"].as_str().unwrap()).collect();
+    if card["device"]["kind"] == "cpu" {
+        assert_eq!(keys, ["memcpy", "sgemm"], "{ceilings}");
+    } else {
+        for key in [
+            "h2d_pinned",
+            "d2h_pinned",
+            "h2d_pageable",
+            "d2h_pageable",
+            "d2d",
+            "gemm_fp32",
+            "gemm_bf16",
+        ] {
+            assert!(keys.contains(&key), "{key} in {keys:?}");
+        }
+    }
+    for f in figures {
+        let (low, value, high) = (
+            f["low"].as_f64().unwrap(),
+            f["value"].as_f64().unwrap(),
+            f["high"].as_f64().unwrap(),
+        );
+        assert!(0.0 < low && low <= value && value <= high, "{f}");
+    }
+}
+
+#[tokio::test]
 async fn a_training_run_lowers_the_loss_and_reports_its_costs() {
     let app = spawn().await;
     let body = json!({"batch": 64, "hidden": 32, "steps": 120, "log_every": 10, "optimizer": "adam", "precision": "fp32"});

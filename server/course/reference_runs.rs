@@ -133,6 +133,27 @@ impl ReferenceFile {
     }
 }
 
+/// The published memory bandwidth (GB/s) for the GPU named `card_name` (as the driver
+/// names it, e.g. `NVIDIA H100 80GB HBM3`), with the figure's device: the figure whose
+/// model (its first word, `H100`) is in the name and whose form matches (`PCIe` in both
+/// names, or in neither). `None` when no figure, or more than one, fits.
+pub fn published_memory_gbps(files: &[ReferenceFile], card_name: &str) -> Option<(f64, String)> {
+    let pcie = card_name.contains("PCIe");
+    let mut fits = files
+        .iter()
+        .filter(|f| f.kind == Kind::Published)
+        .flat_map(|f| &f.figures)
+        .filter(|f| f.metric == Metric::MemoryGbps)
+        .filter(|f| {
+            let model = f.device.split_whitespace().next().unwrap_or_default();
+            !model.is_empty() && card_name.contains(model) && f.device.contains("PCIe") == pcie
+        });
+    match (fits.next(), fits.next()) {
+        (Some(f), None) => Some((f.value, f.device.clone())),
+        _ => None,
+    }
+}
+
 /// Every problem with `file` (empty when it is fine), in words an author can act on.
 pub fn validate(file: &ReferenceFile, known: &[&str]) -> Vec<String> {
     let mut problems = Vec::new();
@@ -298,6 +319,22 @@ pub fn import(json: &str, fixture: bool) -> Result<(String, ReferenceFile), Impo
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_cards_memory_datasheet_is_the_one_published_figure_of_its_model_and_form() {
+        let text =
+            std::fs::read_to_string("content/reference-runs/published-nvidia-datasheets.json")
+                .unwrap();
+        let files = vec![serde_json::from_str::<ReferenceFile>(&text).unwrap()];
+        let sxm = published_memory_gbps(&files, "NVIDIA H100 80GB HBM3").unwrap();
+        assert_eq!(sxm, (3350.0, "H100 SXM".to_string()));
+        let a100 = published_memory_gbps(&files, "NVIDIA A100 80GB PCIe").unwrap();
+        assert_eq!(a100, (1935.0, "A100 80GB PCIe".to_string()));
+        assert_eq!(
+            published_memory_gbps(&files, "NVIDIA GeForce RTX 4090"),
+            None
+        );
+    }
 
     fn bench(kind: &str) -> String {
         serde_json::json!({

@@ -22,7 +22,7 @@ pub mod worker_process;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use backend::Backend;
@@ -76,6 +76,9 @@ pub struct Engine {
     pub playgrounds: Arc<Playgrounds>,
     /// Where each student's playground lives: here, or in a worker.
     pub playground: Arc<Home>,
+    /// This device's ceilings, measured by the first worker once it opened the device
+    /// (empty until then, and on a web node).
+    pub ceilings: Arc<OnceLock<crate::experiments::ceilings::Ceilings>>,
     local: Arc<Local>,
 }
 
@@ -141,15 +144,19 @@ impl Engine {
             limits: limits.clone(),
         };
         let (tx, rx) = mpsc::channel();
+        let ceilings = Arc::new(OnceLock::new());
         {
             let (db, settings, context) = (db.clone(), settings(0), Arc::clone(&context));
             let (activity, stop) = (Arc::clone(&activity), Arc::clone(&stop));
+            let measured = Arc::clone(&ceilings);
             std::thread::Builder::new()
                 .name("gpulab-engine-0".into())
                 .spawn(move || {
                     let report = doctor::run();
-                    let (backend, card, contact) = Backend::open();
+                    let (mut backend, card, contact) = Backend::open();
                     let _ = tx.send((card.clone(), report, backend.memory_source(), contact));
+                    // Issue 27 §3: this device's ceilings, once, before the first job.
+                    let _ = measured.set(crate::experiments::ceilings::calibrate(backend.gpu()));
                     let timeout = settings.limits.job_timeout();
                     let mut worker = Worker::new(backend, card.clone(), timeout, context);
                     worker_loop::serve_jobs(&db, &settings, &card, &mut worker, &activity, &stop);
@@ -198,6 +205,7 @@ impl Engine {
             limits: Arc::new(limits),
             playground: Arc::new(Home::Here(Arc::clone(&playgrounds))),
             playgrounds,
+            ceilings,
             local: Arc::new(Local {
                 activity,
                 stop,
@@ -242,6 +250,7 @@ impl Engine {
             first_contact: Arc::new(FirstContact::default()),
             limits: Arc::new(limits),
             playgrounds,
+            ceilings: Arc::default(),
             local: Arc::new(Local {
                 activity: Arc::default(),
                 stop: Arc::default(),

@@ -2,6 +2,8 @@
 //! 16 × 16 up to the cap, timed on the CPU (multithreaded SGEMM) and, when there is one,
 //! on the GPU (cuBLAS through `gpu::blas`, CUDA events), with and without copying the
 //! inputs in first. The crossover is the first size from which the GPU stays faster.
+//! The result's trace draws every timed product from the same clock readings the
+//! medians come from: the CPU's SGEMMs on one track, the GPU stream's on another.
 
 use std::fmt::Write as _;
 use std::time::{Duration, Instant};
@@ -10,11 +12,13 @@ use serde::{Deserialize, Serialize};
 
 use super::prediction::{On, Quantity, Scale};
 use super::selftest::{Check, checked, max_rel_diff, no_gpu};
+use super::trace::{Trace, TraceBuilder, Track};
 use super::{Experiment, ExperimentError, Rule};
 use crate::config::Limits;
 use crate::cpu;
 use crate::gpu::{Blas, Compute, DeviceBuffer, Gpu, Operand, Output};
 use crate::measure::calibrate::{WARMUP_MS, warm_up};
+use crate::measure::recorded::Recorded;
 use crate::measure::{Clock, Deadline, HostClock, Reps, Summary, repeat};
 
 /// Sizes tried, smallest first.
@@ -69,6 +73,35 @@ pub struct MatmulResult {
     pub crossover_with_copy_size: Option<usize>,
     /// Largest |GPU − CPU| element difference at 256 × 256, when both ran.
     pub max_abs_diff_vs_cpu: Option<f64>,
+    /// Every timed product on its track (CPU; GPU stream), as a Chrome trace.
+    pub trace: Trace,
+}
+
+/// The trace being written and the clock origin its spans are placed against.
+struct Timeline {
+    trace: TraceBuilder,
+    origin: Instant,
+    cpu: Track,
+    gpu: Option<Track>,
+}
+
+impl Timeline {
+    fn new(on_gpu: bool) -> Self {
+        let clock = if on_gpu {
+            "CPU products: host clock; GPU products: CUDA events around each, placed at the host time the start event was recorded"
+        } else {
+            "the host's monotonic clock (Instant)"
+        };
+        let mut trace = TraceBuilder::new("matmul crossover", on_gpu, clock);
+        let cpu = trace.track("CPU: SGEMM (every core above the threading cutoff)");
+        let gpu = on_gpu.then(|| trace.track("GPU stream: cuBLAS SGEMM"));
+        Self {
+            trace,
+            origin: Instant::now(),
+            cpu,
+            gpu,
+        }
+    }
 }
 
 fn sizes(max: usize) -> Vec<usize> {
@@ -76,7 +109,11 @@ fn sizes(max: usize) -> Vec<usize> {
 }
 
 /// CPU milliseconds per n × n product, or `None` when one product is too slow.
-fn time_cpu(n: usize, deadline: &Deadline) -> Result<Option<Summary>, ExperimentError> {
+fn time_cpu(
+    n: usize,
+    deadline: &Deadline,
+    timeline: &mut Timeline,
+) -> Result<Option<Summary>, ExperimentError> {
     let a = cpu::random_matrix(n * n, 1);
     let b = cpu::random_matrix(n * n, 2);
     let mut c = vec![0.0f32; n * n];
@@ -86,11 +123,17 @@ fn time_cpu(n: usize, deadline: &Deadline) -> Result<Option<Summary>, Experiment
         return Ok(None);
     }
     let reps = Reps { warmups: 0, ..REPS };
-    let ms = repeat::<_, ExperimentError>(&mut HostClock::default(), reps, deadline, || {
+    let mut host = HostClock::default();
+    let mut clock = Recorded::new(&mut host, timeline.origin);
+    let ms = repeat::<_, ExperimentError>(&mut clock, reps, deadline, || {
         cpu::sgemm(n, &a, &b, &mut c);
         std::hint::black_box(&c);
         Ok(())
     })?;
+    let track = timeline.cpu;
+    timeline
+        .trace
+        .samples(track, &format!("SGEMM {n}×{n}"), "work", &clock.take());
     Ok(Some(ms))
 }
 
@@ -113,18 +156,19 @@ fn sweep(
     deadline: &Deadline,
 ) -> Result<MatmulResult, ExperimentError> {
     let mut rows = Vec::new();
+    let mut timeline = Timeline::new(gpu.is_some());
     let mut cpu_too_slow = false;
     for n in sizes(params.max_size) {
         deadline.check()?;
         let cpu_ms = if cpu_too_slow {
             None
         } else {
-            time_cpu(n, deadline)?
+            time_cpu(n, deadline, &mut timeline)?
         };
         cpu_too_slow |= cpu_ms.is_none();
         let (gpu_ms, gpu_with_copy_ms) = match gpu.as_deref_mut() {
             Some(gpu) => {
-                let (resident, with_copy) = time_gpu(gpu, n, deadline)?;
+                let (resident, with_copy) = time_gpu(gpu, n, deadline, &mut timeline)?;
                 (Some(resident), Some(with_copy))
             }
             None => (None, None),
@@ -155,6 +199,7 @@ fn sweep(
         crossover_with_copy_size: crossover(&rows, |r| r.gpu_with_copy_ms.map(|s| s.median)),
         rows,
         max_abs_diff_vs_cpu,
+        trace: timeline.trace.finish(),
     })
 }
 
@@ -180,6 +225,7 @@ fn time_gpu(
     gpu: &mut Gpu,
     n: usize,
     deadline: &Deadline,
+    timeline: &mut Timeline,
 ) -> Result<(Summary, Summary), ExperimentError> {
     let stream = gpu.stream().clone();
     let host_a = cpu::random_matrix(n * n, 1);
@@ -199,14 +245,24 @@ fn time_gpu(
         }
         Ok(clock.stop()?)
     })?;
+    let mut clock = Recorded::new(&mut clock, timeline.origin);
     let resident = repeat(&mut clock, REPS, deadline, || {
         sgemm(&blas, n, &a, &b, &mut c)
     })?;
+    let resident_runs = clock.take();
     let with_copy = repeat(&mut clock, REPS, deadline, || {
         stream.copy_to_device(&host_a, &mut a)?;
         stream.copy_to_device(&host_b, &mut b)?;
         sgemm(&blas, n, &a, &b, &mut c)
     })?;
+    if let Some(track) = timeline.gpu {
+        let name = format!("SGEMM {n}×{n}");
+        timeline
+            .trace
+            .samples(track, &name, "kernel", &resident_runs);
+        let name = format!("copy A, B in + SGEMM {n}×{n}");
+        timeline.trace.samples(track, &name, "copy", &clock.take());
+    }
     Ok((resident, with_copy))
 }
 
@@ -436,5 +492,22 @@ mod tests {
             "a 128 product ({large} ms) takes longer than a 16 one ({small} ms)"
         );
         assert_eq!(result.crossover_size, None);
+        // The trace holds every timed product, on the CPU's track, from the same clock.
+        let spans: Vec<_> = result
+            .trace
+            .trace_events
+            .iter()
+            .filter(|e| e.ph == "X")
+            .collect();
+        let counted: usize = spans.iter().map(|e| e.args.count.unwrap_or(1)).sum();
+        let samples: usize = result.rows.iter().map(|r| r.cpu_ms.unwrap().samples).sum();
+        assert_eq!(counted, samples);
+        let first = spans.iter().find(|e| e.name == "SGEMM 128×128").unwrap();
+        let row = result.rows[3].cpu_ms.unwrap();
+        let ms = first.dur.unwrap() / 1e3;
+        assert!(
+            ms >= row.min - 1e-9 && ms <= row.max + 1e-9,
+            "{ms} in {row:?}"
+        );
     }
 }

@@ -12,10 +12,14 @@
 //! - the bad-input test cases (each rule's out-of-range values);
 //! - `gpulab selftest`'s checks.
 //!
+//! Beside them: [`trace`] (a run's timeline as a Chrome trace, inside each result) and
+//! [`ceilings`] (this device's measured ceilings, taken once per server start).
+//!
 //! Adding an experiment: its module here, one line in [`REGISTRY`], its JS panel
 //! (`web/static/js/experiments/DIRECTIVE.js`), its lesson text and its test.
 
 pub mod break_it;
+pub mod ceilings;
 pub mod labs;
 pub mod launch;
 pub mod matmul;

@@ -5,20 +5,24 @@
 //! compute type and the reference is cuBLAS DGEMM; on the CPU backend FP32 is a real
 //! SGEMM and the other formats are emulated by rounding the inputs (and, for the 16-bit
 //! formats, the output) to the format, which shows their error honestly but not their
-//! speed — the result says so.
+//! speed — the result says so. The trace draws every timed product from the same clock
+//! readings the medians come from.
 
 use std::fmt::Write as _;
+use std::time::Instant;
 
 use half::{bf16, f16};
 use serde::{Deserialize, Serialize};
 
 use super::prediction::{On, Quantity, Scale};
 use super::selftest::{Check, checked, no_gpu};
+use super::trace::{Trace, TraceBuilder};
 use super::{Experiment, ExperimentError, Rule};
 use crate::config::Limits;
 use crate::cpu;
 use crate::gpu::blas::BlasScalar;
 use crate::gpu::{Blas, Compute, DeviceBuffer, DeviceCard, Gpu, Operand, Output, Stream};
+use crate::measure::recorded::{Interval, Recorded};
 use crate::measure::{Deadline, HostClock, Reps, Summary, repeat};
 
 /// One warm-up, then timed repetitions per format.
@@ -148,17 +152,44 @@ pub struct PrecisionResult {
     pub rows: Vec<PrecisionRow>,
     /// Where the peak figures come from.
     pub peak_note: &'static str,
+    /// Every timed product, one format after another, as a Chrome trace.
+    pub trace: Trace,
 }
 
 impl PrecisionResult {
-    fn new(size: usize, rows: Vec<PrecisionRow>) -> Self {
+    fn new(size: usize, rows: Vec<PrecisionRow>, trace: Trace) -> Self {
         Self {
             size,
             reference: "fp64",
             rows,
             peak_note: PEAK_NOTE,
+            trace,
         }
     }
+}
+
+/// The trace: one track (the GPU stream, or the CPU), each format's products on it.
+fn trace_of(n: usize, on_gpu: bool, runs: &[(Format, Vec<Interval>)]) -> Trace {
+    let (clock, lane, cat) = if on_gpu {
+        (
+            "CUDA events around each product, placed at the host time its start event was recorded",
+            "GPU stream: cuBLAS GEMMs",
+            "kernel",
+        )
+    } else {
+        (
+            "the host's monotonic clock (Instant)",
+            "CPU: SGEMM on rounded inputs",
+            "work",
+        )
+    };
+    let mut trace = TraceBuilder::new("precision shoot-out", on_gpu, clock);
+    let track = trace.track(lane);
+    for (format, intervals) in runs {
+        let name = format!("GEMM {} {n}×{n}", format.name().to_uppercase());
+        trace.samples(track, &name, cat, intervals);
+    }
+    trace.finish()
 }
 
 const PEAK_NOTE: &str = "peak = SMs × SM clock (the datasheet's where known, else NVML's maximum) × dense FLOP per clock per SM for this architecture (spec-sheet rates; GeForce cards run FP16 with FP32 accumulation at half the tensor rate)";
@@ -205,7 +236,7 @@ fn measured(p: Format, n: usize, ms: Summary, out: &[f64], reference: &[f64]) ->
 }
 
 /// The inputs every run multiplies, and their FP64 product on the CPU.
-fn inputs(n: usize) -> (Vec<f32>, Vec<f32>) {
+pub(crate) fn inputs(n: usize) -> (Vec<f32>, Vec<f32>) {
     (cpu::random_matrix(n * n, 11), cpu::random_matrix(n * n, 12))
 }
 
@@ -325,12 +356,13 @@ fn time_format<T: Stored>(
     n: usize,
     (a, b): (&[f32], &[f32]),
     compute: Compute,
-    deadline: &Deadline,
-) -> Result<(Summary, Vec<f64>), ExperimentError> {
+    (deadline, origin): (&Deadline, Instant),
+) -> Result<(Summary, Vec<f64>, Vec<Interval>), ExperimentError> {
     let blas = gpu.blas();
     let stream = gpu.stream().clone();
     let mut operands = Operands::<T>::upload(&stream, a, b)?;
-    let mut clock = gpu.event_clock()?;
+    let mut events = gpu.event_clock()?;
+    let mut clock = Recorded::new(&mut events, origin);
     let ms = repeat(&mut clock, REPS, deadline, || {
         operands.gemm(&blas, n, compute)
     })?;
@@ -339,17 +371,17 @@ fn time_format<T: Stored>(
         .into_iter()
         .map(T::to_f64)
         .collect();
-    Ok((ms, out))
+    Ok((ms, out, clock.take()))
 }
 
 /// The product of `a` and `b` in `p` on the GPU, timed, as FP64.
-fn run_format(
+pub(crate) fn run_format(
     gpu: &mut Gpu,
     p: Format,
     n: usize,
     inputs: (&[f32], &[f32]),
-    deadline: &Deadline,
-) -> Result<(Summary, Vec<f64>), ExperimentError> {
+    deadline: (&Deadline, Instant),
+) -> Result<(Summary, Vec<f64>, Vec<Interval>), ExperimentError> {
     match p {
         Format::Fp32 => time_format::<f32>(gpu, n, inputs, Compute::F32, deadline),
         Format::Tf32 => time_format::<f32>(gpu, n, inputs, Compute::F32FastTf32, deadline),
@@ -437,17 +469,20 @@ impl Experiment for Precision {
         let (a, b) = inputs(n);
         let reference = cpu_reference(n, &a, &b);
         let mut rows = Vec::new();
+        let (origin, mut runs) = (Instant::now(), Vec::new());
         for p in Format::ALL {
             deadline.check()?;
             let ra: Vec<f32> = a.iter().map(|&x| p.round(x)).collect();
             let rb: Vec<f32> = b.iter().map(|&x| p.round(x)).collect();
             let mut c = vec![0.0f32; n * n];
-            let ms =
-                repeat::<_, ExperimentError>(&mut HostClock::default(), REPS, deadline, || {
-                    cpu::sgemm(n, &ra, &rb, &mut c);
-                    std::hint::black_box(&c);
-                    Ok(())
-                })?;
+            let mut host = HostClock::default();
+            let mut clock = Recorded::new(&mut host, origin);
+            let ms = repeat::<_, ExperimentError>(&mut clock, REPS, deadline, || {
+                cpu::sgemm(n, &ra, &rb, &mut c);
+                std::hint::black_box(&c);
+                Ok(())
+            })?;
+            runs.push((p, clock.take()));
             let out: Vec<f64> = c
                 .iter()
                 .map(|&x| f64::from(if p.rounds_output() { p.round(x) } else { x }))
@@ -458,7 +493,7 @@ impl Experiment for Precision {
                 ..measured(p, n, ms, &out, &reference)
             });
         }
-        Ok(PrecisionResult::new(n, rows))
+        Ok(PrecisionResult::new(n, rows, trace_of(n, false, &runs)))
     }
 
     fn run_gpu(
@@ -470,16 +505,18 @@ impl Experiment for Precision {
         let (a, b) = inputs(n);
         let reference = gpu_reference(gpu, n, &a, &b)?;
         let mut rows = Vec::new();
+        let (origin, mut runs) = (Instant::now(), Vec::new());
         for p in Format::ALL {
             deadline.check()?;
-            let (ms, out) = run_format(gpu, p, n, (&a, &b), deadline)?;
+            let (ms, out, timed) = run_format(gpu, p, n, (&a, &b), (deadline, origin))?;
+            runs.push((p, timed));
             rows.push(PrecisionRow {
                 compute: p.gpu_compute(),
                 peak_tflops: peak_tflops(gpu.card(), p),
                 ..measured(p, n, ms, &out, &reference)
             });
         }
-        Ok(PrecisionResult::new(n, rows))
+        Ok(PrecisionResult::new(n, rows, trace_of(n, true, &runs)))
     }
 
     fn table(params: &PrecisionParams, result: &PrecisionResult) -> String {
@@ -609,6 +646,20 @@ mod tests {
         assert!(fp16.max_abs_error < bf16.max_abs_error);
         for row in &result.rows {
             assert!(row.tflops > 0.0 && row.ms.median > 0.0 && row.peak_tflops.is_none());
+            let name = format!("GEMM {} 128×128", row.precision.to_uppercase());
+            let spans: Vec<_> = result
+                .trace
+                .trace_events
+                .iter()
+                .filter(|e| e.ph == "X" && e.name.starts_with(&name))
+                .collect();
+            let counted: usize = spans.iter().map(|e| e.args.count.unwrap_or(1)).sum();
+            assert_eq!(
+                counted, row.ms.samples,
+                "{name}: every timed product on the trace"
+            );
+            let ms = spans[0].dur.unwrap() / 1e3;
+            assert!(ms >= row.ms.min - 1e-9 && ms <= row.ms.max + 1e-9);
         }
     }
 

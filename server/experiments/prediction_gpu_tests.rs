@@ -5,9 +5,14 @@
 
 use super::matmul::{Matmul, MatmulParams, MatmulResult};
 use super::precision::{Precision, PrecisionParams, PrecisionResult, PrecisionRow};
+use super::trace::{Trace, TraceBuilder};
 use super::transfer::{Transfer, TransferParams, TransferPoint, TransferResult};
 use super::{Experiment, Finished, Typed};
 use crate::measure::summarize;
+
+fn no_trace() -> Trace {
+    TraceBuilder::new("test", true, "none").finish()
+}
 
 fn point(direction: &'static str, memory: &'static str, bytes: u64, gbps: f64) -> TransferPoint {
     TransferPoint {
@@ -29,6 +34,7 @@ fn pinned_h2d_is_read_at_the_largest_size_on_a_gpu_only() {
             point("d2h", "pinned", 1 << 26, 26.0),
         ],
         link_peak_gbps: Some(32.0),
+        trace: no_trace(),
     };
     let params = TransferParams { max_bytes: 1 << 26 };
     let typed = Typed::<Transfer> { params, output };
@@ -50,6 +56,7 @@ fn the_crossover_is_the_size_or_zero_for_never() {
         crossover_size: crossover,
         crossover_with_copy_size: None,
         max_abs_diff_vs_cpu: None,
+        trace: no_trace(),
     };
     let params = MatmulParams { max_size: 4096 };
     assert_eq!(
@@ -79,6 +86,7 @@ fn bf16_speedup_is_fp32_time_over_bf16_time() {
         reference: "fp64",
         rows: vec![row("fp32", 8.0), row("tf32", 2.0), row("bf16", 0.5)],
         peak_note: "",
+        trace: no_trace(),
     };
     let params = PrecisionParams { size: 4096 };
     assert_eq!(

@@ -8,17 +8,25 @@
 //! it into a downloadable file and draws its lanes, so the engine and the job routes do
 //! not change. Its size is bounded: past [`KEEP_PER_TRACK`] events on one track, the
 //! rest are merged into at most [`AGGREGATES_PER_TRACK`] events, each named with how
-//! many it stands for, and `otherData.aggregated` says so in the file itself.
+//! many it stands for, and `otherData.aggregated` says so in the file itself. A sweep's
+//! repeated samples of one point ([`TraceBuilder::samples`]) keep their first
+//! [`SAMPLES_KEPT`] runs and merge the rest into one event, so a default run of any
+//! experiment stays well under 50 KB (results are stored with the job). Times are
+//! written to the nanosecond (three decimals of a µs).
 //!
 //! The format: Google, "Trace Event Format" (the JSON Object Format with
 //! `traceEvents`, `displayTimeUnit` and `otherData`; `X` and `M` events).
 
 use serde::Serialize;
 
+use crate::measure::recorded::Interval;
+
 /// Events kept one by one on each track before the rest are aggregated.
-pub const KEEP_PER_TRACK: usize = 200;
+pub const KEEP_PER_TRACK: usize = 100;
 /// Aggregated events at most, per track, for everything past [`KEEP_PER_TRACK`].
-pub const AGGREGATES_PER_TRACK: usize = 50;
+pub const AGGREGATES_PER_TRACK: usize = 20;
+/// Timed runs of one sweep point kept one by one; the rest become one event.
+pub const SAMPLES_KEPT: usize = 5;
 
 /// A whole trace, serialised exactly as a `.json` trace file.
 #[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
@@ -57,9 +65,10 @@ pub struct TraceEvent {
     /// `X` (complete event) or `M` (metadata).
     pub ph: &'static str,
     /// Start, µs from the start of the run.
+    #[serde(serialize_with = "to_ns")]
     pub ts: f64,
     /// Duration, µs (`X` events only).
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none", serialize_with = "opt_to_ns")]
     pub dur: Option<f64>,
     /// Always 1: one run is one process.
     pub pid: u32,
@@ -79,8 +88,36 @@ pub struct TraceArgs {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub count: Option<usize>,
     /// Time spent inside those spans, µs (an aggregated event's `dur` includes gaps).
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none", serialize_with = "opt_to_ns")]
     pub busy_us: Option<f64>,
+}
+
+/// `1 KiB`, `64 MiB`, `1.5 GiB`: sizes as span names show them.
+pub fn bytes_label(bytes: u64) -> String {
+    let (value, unit) = match bytes {
+        b if b >= 1 << 30 => (b as f64 / f64::from(1u32 << 30), "GiB"),
+        b if b >= 1 << 20 => (b as f64 / f64::from(1u32 << 20), "MiB"),
+        b if b >= 1 << 10 => (b as f64 / 1024.0, "KiB"),
+        b => (b as f64, "B"),
+    };
+    let value = (value * 10.0).round() / 10.0;
+    format!("{value} {unit}")
+}
+
+/// µs written to the nanosecond: shorter files, and no clock here is finer.
+fn ns(us: f64) -> f64 {
+    (us * 1e3).round() / 1e3
+}
+
+fn to_ns<S: serde::Serializer>(us: &f64, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_f64(ns(*us))
+}
+
+fn opt_to_ns<S: serde::Serializer>(us: &Option<f64>, s: S) -> Result<S::Ok, S::Error> {
+    match us {
+        Some(us) => s.serialize_some(&ns(*us)),
+        None => s.serialize_none(),
+    }
 }
 
 /// A track handed out by [`TraceBuilder::track`].
@@ -94,6 +131,10 @@ struct Span {
     cat: &'static str,
     start_ms: f64,
     end_ms: f64,
+    /// Spans this one stands for (1 unless merged by [`TraceBuilder::samples`]).
+    count: usize,
+    /// Time inside the merged spans, ms, when merged.
+    busy_ms: Option<f64>,
 }
 
 /// Collects spans in milliseconds (the experiments' unit) and writes the trace.
@@ -104,6 +145,7 @@ pub struct TraceBuilder {
     clock: String,
     tracks: Vec<String>,
     spans: Vec<Span>,
+    merged_samples: usize,
 }
 
 impl TraceBuilder {
@@ -115,6 +157,7 @@ impl TraceBuilder {
             clock: clock.into(),
             tracks: Vec::new(),
             spans: Vec::new(),
+            merged_samples: 0,
         }
     }
 
@@ -144,7 +187,31 @@ impl TraceBuilder {
             cat,
             start_ms,
             end_ms: end_ms.max(start_ms),
+            count: 1,
+            busy_ms: None,
         });
+    }
+
+    /// One sweep point's timed runs on `track`, each named `name` and spanning its
+    /// measured duration from where it began: the first [`SAMPLES_KEPT`] as they are,
+    /// the rest as one event (`count`, `busy_us`) named with how many it stands for.
+    pub fn samples(&mut self, track: Track, name: &str, cat: &'static str, runs: &[Interval]) {
+        let (kept, rest) = runs.split_at(runs.len().min(SAMPLES_KEPT));
+        for run in kept {
+            self.span(track, name, cat, run.start_ms, run.start_ms + run.ms);
+        }
+        if let (Some(first), Some(last)) = (rest.first(), rest.last()) {
+            self.spans.push(Span {
+                track,
+                name: format!("{name} × {} more", rest.len()),
+                cat,
+                start_ms: first.start_ms,
+                end_ms: last.start_ms + last.ms,
+                count: rest.len(),
+                busy_ms: Some(rest.iter().map(|r| r.ms).sum()),
+            });
+            self.merged_samples += rest.len();
+        }
     }
 
     /// The trace, with each track's spans past [`KEEP_PER_TRACK`] aggregated.
@@ -164,31 +231,33 @@ impl TraceBuilder {
         };
         let mut events = vec![meta("process_name", 0, self.generator.clone())];
         let mut notes = Vec::new();
+        if self.merged_samples > 0 {
+            notes.push(format!(
+                "{} timed runs past the first {SAMPLES_KEPT} of their point merged into one event per point",
+                self.merged_samples
+            ));
+        }
         for (i, name) in self.tracks.iter().enumerate() {
             let tid = i as u32 + 1;
             events.push(meta("thread_name", tid, name.clone()));
             let mut spans: Vec<&Span> = self.spans.iter().filter(|s| s.track.0 == tid).collect();
             spans.sort_by(|a, b| a.start_ms.total_cmp(&b.start_ms));
             let (kept, rest) = spans.split_at(spans.len().min(KEEP_PER_TRACK));
-            events.extend(
-                kept.iter()
-                    .map(|s| event(tid, s.name.clone(), s.cat, s, s, 1, None)),
-            );
+            events.extend(kept.iter().map(|s| {
+                let busy = s.busy_ms.map(|ms| ms * 1e3);
+                event(tid, s.name.clone(), s.cat, s, s, s.count, busy)
+            }));
             if !rest.is_empty() {
                 let per = rest.len().div_ceil(AGGREGATES_PER_TRACK);
                 for group in rest.chunks(per) {
                     let (first, last) = (group[0], group[group.len() - 1]);
-                    let busy: f64 = group.iter().map(|s| (s.end_ms - s.start_ms) * 1e3).sum();
-                    let name = format!("{} … {} ({} spans)", first.name, last.name, group.len());
-                    events.push(event(
-                        tid,
-                        name,
-                        first.cat,
-                        first,
-                        last,
-                        group.len(),
-                        Some(busy),
-                    ));
+                    let busy: f64 = group
+                        .iter()
+                        .map(|s| s.busy_ms.unwrap_or(s.end_ms - s.start_ms) * 1e3)
+                        .sum();
+                    let count: usize = group.iter().map(|s| s.count).sum();
+                    let name = format!("{} … {} ({count} spans)", first.name, last.name);
+                    events.push(event(tid, name, first.cat, first, last, count, Some(busy)));
                 }
                 notes.push(format!(
                     "{} spans on \"{name}\" after the first {KEEP_PER_TRACK} merged into groups of up to {per}",
@@ -228,7 +297,7 @@ fn event(
         pid: 1,
         tid,
         args: TraceArgs {
-            count: (count > 1).then_some(count),
+            count: (count > 1 || busy_us.is_some()).then_some(count),
             busy_us,
             ..TraceArgs::default()
         },
@@ -287,20 +356,52 @@ mod tests {
         let counted: usize = per_track(2).map(|e| e.args.count.unwrap_or(1)).sum();
         assert_eq!(counted, 1000, "every span is accounted for");
         let last = per_track(2).next_back().unwrap();
-        assert_eq!(last.args.count, Some(16));
+        assert_eq!(last.args.count, Some(45));
         assert!(
-            last.name.contains("kernel 984 … kernel 999"),
+            last.name.contains("kernel 955 … kernel 999"),
             "{}",
             last.name
         );
-        // 16 spans of 5 µs each inside a group that lasts 155 µs.
-        assert!((last.args.busy_us.unwrap() - 80.0).abs() < 1e-6);
-        assert!((last.dur.unwrap() - 155.0).abs() < 1e-6);
+        // 45 spans of 5 µs each inside a group that lasts 445 µs.
+        assert!((last.args.busy_us.unwrap() - 225.0).abs() < 1e-6);
+        assert!((last.dur.unwrap() - 445.0).abs() < 1e-6);
         assert!(
             t.other_data
                 .aggregated
-                .contains("800 spans on \"worker thread\"")
+                .contains("900 spans on \"worker thread\"")
         );
-        assert!(serde_json::to_string(&t).unwrap().len() < 100_000);
+        assert!(serde_json::to_string(&t).unwrap().len() < 50_000);
+    }
+
+    #[test]
+    fn a_points_runs_past_the_first_few_become_one_event_that_counts_them() {
+        let mut b = TraceBuilder::new("test", true, "CUDA events");
+        let stream = b.track("GPU stream");
+        let runs: Vec<Interval> = (0..9)
+            .map(|i| Interval {
+                start_ms: f64::from(2 * i),
+                ms: 0.5 + f64::from(i) * 0.1,
+            })
+            .collect();
+        b.samples(stream, "SGEMM 64", "kernel", &runs);
+        b.samples(stream, "SGEMM 128", "kernel", &runs[..2]);
+        let t = b.finish();
+        let spans: Vec<&TraceEvent> = t.trace_events.iter().filter(|e| e.ph == "X").collect();
+        assert_eq!(spans.len(), SAMPLES_KEPT + 1 + 2);
+        let first: Vec<_> = spans.iter().filter(|e| e.name == "SGEMM 64").collect();
+        assert_eq!(first.len(), SAMPLES_KEPT);
+        assert!(
+            (first[1].dur.unwrap() - 600.0).abs() < 1e-6,
+            "run 1 lasts 0.6 ms"
+        );
+        let merged = spans.iter().find(|e| e.args.count.is_some()).unwrap();
+        assert_eq!(merged.name, "SGEMM 64 × 4 more");
+        assert_eq!(merged.args.count, Some(4));
+        // Runs 5..8 last 1.0 + 1.1 + 1.2 + 1.3 ms; the event spans 10.0 → 17.3 ms.
+        assert!((merged.args.busy_us.unwrap() - 4600.0).abs() < 1e-6);
+        assert!((merged.dur.unwrap() - 7300.0).abs() < 1e-6);
+        assert!(t.other_data.aggregated.contains("4 timed runs"));
+        let json = serde_json::to_string(&t).unwrap();
+        assert!(json.contains("\"dur\":600.0"), "written to the ns: {json}");
     }
 }

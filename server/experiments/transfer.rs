@@ -5,17 +5,21 @@
 //! with the same events as pinned ones, so the gap between the two curves — at small
 //! sizes too — is the memory's, not a difference of clocks (the events bracket the
 //! driver's staging through its own pinned buffer). The CPU backend measures `memcpy`
-//! bandwidth between two host buffers at the same sizes.
+//! bandwidth between two host buffers at the same sizes. The trace draws every timed
+//! sample (a batch of back-to-back copies) from the same clock readings.
 
 use std::fmt::Write as _;
+use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
 
 use super::prediction::{On, Quantity, Scale};
 use super::selftest::{Check, checked, no_gpu};
+use super::trace::{Trace, TraceBuilder, bytes_label};
 use super::{Experiment, ExperimentError, Rule};
 use crate::config::Limits;
 use crate::gpu::Gpu;
+use crate::measure::recorded::Recorded;
 use crate::measure::{Deadline, HostClock, Reps, Summary, repeat};
 
 /// Smallest size measured.
@@ -62,6 +66,20 @@ pub struct TransferResult {
     pub points: Vec<TransferPoint>,
     /// The PCIe link's theoretical one-direction peak in GB/s, when known.
     pub link_peak_gbps: Option<f64>,
+    /// Every timed sample on the stream (or the CPU), as a Chrome trace.
+    pub trace: Trace,
+}
+
+/// A span's name: `H→D pinned 1 MiB × 32`.
+fn copy_name(direction: &str, memory: &str, bytes: u64, copies: usize) -> String {
+    let way = match direction {
+        "h2d" => "H→D",
+        "d2h" => "D→H",
+        _ => "memcpy",
+    };
+    let memory = if direction == "h2h" { "" } else { memory };
+    let name = format!("{way} {memory} {} × {copies}", bytes_label(bytes));
+    name.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
 /// Sizes from 1 KiB up to `max_bytes`, ×4 each step, ending at `max_bytes`.
@@ -156,7 +174,11 @@ impl Experiment for Transfer {
         let max = host_buffer(params.max_bytes)?;
         let src = vec![1u8; max];
         let mut dst = vec![0u8; max];
-        let mut clock = HostClock::default();
+        let mut host = HostClock::default();
+        let mut clock = Recorded::new(&mut host, Instant::now());
+        let mut trace =
+            TraceBuilder::new("transfer", false, "the host's monotonic clock (Instant)");
+        let track = trace.track("CPU: memcpy between two host buffers");
         let mut points = Vec::new();
         for bytes in sizes(params.max_bytes) {
             let (n, copies) = (bytes as usize, copies_per_sample(bytes));
@@ -167,6 +189,8 @@ impl Experiment for Transfer {
                 }
                 Ok(())
             })?;
+            let name = copy_name("h2h", "pageable", bytes, copies);
+            trace.samples(track, &name, "copy", &clock.take());
             points.push(TransferPoint {
                 direction: "h2h",
                 memory: "pageable",
@@ -178,6 +202,7 @@ impl Experiment for Transfer {
         Ok(TransferResult {
             points,
             link_peak_gbps: None,
+            trace: trace.finish(),
         })
     }
 
@@ -194,6 +219,13 @@ impl Experiment for Transfer {
         pinned.fill(1);
         let mut pageable = vec![1u8; max];
         let mut events = gpu.event_clock()?;
+        let mut events = Recorded::new(&mut events, Instant::now());
+        let mut trace = TraceBuilder::new(
+            "transfer",
+            true,
+            "CUDA events around each sample, placed at the host time its start event was recorded",
+        );
+        let track = trace.track("GPU stream: copies");
         let mut points = Vec::new();
         for bytes in sizes(params.max_bytes) {
             let (n, copies) = (bytes as usize, copies_per_sample(bytes));
@@ -219,6 +251,8 @@ impl Experiment for Transfer {
                     Ok(())
                 };
                 let ms = repeat(&mut events, REPS, deadline, work)?;
+                let name = copy_name(direction, memory, bytes, copies);
+                trace.samples(track, &name, "copy", &events.take());
                 points.push(TransferPoint {
                     direction,
                     memory,
@@ -231,6 +265,7 @@ impl Experiment for Transfer {
         Ok(TransferResult {
             points,
             link_peak_gbps: gpu.card().pcie.as_ref().map(|p| p.peak_gbps),
+            trace: trace.finish(),
         })
     }
 
@@ -375,6 +410,36 @@ mod tests {
             // from settling.
             assert!(p.gbps.samples >= REPS.timed, "{} samples", p.gbps.samples);
         }
+        // Each point's samples are on the trace under its name, every one counted.
+        let last = result.points.last().unwrap();
+        let name = copy_name("h2h", "pageable", last.bytes, last.copies);
+        assert_eq!(
+            name,
+            "memcpy 1 MiB × 64".replace("64", &last.copies.to_string())
+        );
+        let events: Vec<_> = result
+            .trace
+            .trace_events
+            .iter()
+            .filter(|e| e.ph == "X" && e.name.starts_with(&name))
+            .collect();
+        let counted: usize = events.iter().map(|e| e.args.count.unwrap_or(1)).sum();
+        assert_eq!(counted, last.gbps.samples);
+        let gbps = last.bytes as f64 * last.copies as f64 / 1e9 / (events[0].dur.unwrap() / 1e6);
+        assert!(gbps >= last.gbps.min * 0.999 && gbps <= last.gbps.max * 1.001);
+    }
+
+    #[test]
+    fn copies_are_named_by_way_memory_and_size() {
+        assert_eq!(
+            copy_name("h2d", "pinned", 1 << 20, 32),
+            "H→D pinned 1 MiB × 32"
+        );
+        assert_eq!(
+            copy_name("d2h", "pageable", 1 << 30, 1),
+            "D→H pageable 1 GiB × 1"
+        );
+        assert_eq!(copy_name("h2h", "pageable", 4096, 32), "memcpy 4 KiB × 32");
     }
 
     #[test]

@@ -96,6 +96,19 @@ impl Stream {
             .what("device→host copy failed")
     }
 
+    /// Copies the first `dst.len()` elements of `src` into `dst`, both on the device.
+    pub fn copy_on_device<T: Element>(
+        &self,
+        src: &DeviceBuffer<T>,
+        dst: &mut DeviceBuffer<T>,
+    ) -> Result<(), GpuError> {
+        fits(dst.len(), src.len(), "device→device copy")?;
+        let n = dst.len();
+        self.inner
+            .memcpy_dtod(&src.slice(..n), &mut dst.slice_mut(..n))
+            .what("device→device copy failed")
+    }
+
     /// Waits until everything queued on this stream has run.
     pub fn sync(&self) -> Result<(), GpuError> {
         self.inner.synchronize().what("synchronising failed")

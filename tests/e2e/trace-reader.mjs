@@ -32,7 +32,7 @@ async function parse(trace) {
   const threads = [];
   for (const process of parsed.data.Renderer.processes.values()) {
     for (const thread of process.threads.values()) {
-      threads.push({ name: thread.name, entries: thread.entries.map((e) => ({ name: e.name, ts: e.ts, dur: e.dur ?? 0 })) });
+      threads.push({ name: thread.name, entries: thread.entries.map((e) => ({ name: e.name, ts: e.ts, dur: e.dur ?? 0, count: (e.args && e.args.count) || 1, busy: e.args && e.args.busy_us })) });
     }
   }
   return threads;
@@ -50,6 +50,41 @@ function sameTracks(threads, trace) {
     assert.ok(thread, `the engine found track "${track.name}" (it found ${threads.map((t) => t.name)})`);
     assert.equal(thread.entries.length, track.spans.length, `every span on "${track.name}"`);
   }
+}
+
+/** The thread the engine found for the declared track whose name starts with `prefix`. */
+function thread(threads, trace, prefix) {
+  const track = declared(trace).find((t) => t.name.startsWith(prefix));
+  assert.ok(track, `a track "${prefix}…" (tracks: ${declared(trace).map((t) => t.name)})`);
+  return threads.find((t) => t.name === track.name);
+}
+
+const median = (xs) => {
+  const s = [...xs].sort((a, b) => a - b);
+  const m = s.length >> 1;
+  return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
+};
+
+/**
+ * One sweep point's timed runs as the engine read them: the kept ones named `name`,
+ * the rest merged into one `name × k more`. Checks that they count exactly the
+ * summary's samples, that every kept run (in ms, via `toValue`) lies within the
+ * summary's range, and that when every run was kept their median is the summary's.
+ */
+function pointMatches(entries, name, summary, toValue = (ms) => ms) {
+  const kept = entries.filter((e) => e.name === name);
+  const merged = entries.filter((e) => e.name.startsWith(`${name} × `));
+  const counted = kept.length + merged.reduce((n, e) => n + e.count, 0);
+  assert.equal(counted, summary.samples, `${name}: every timed run is on the trace`);
+  assert.ok(kept.length > 0, `${name}: runs kept one by one`);
+  const values = kept.map((e) => toValue(e.dur / 1e3));
+  const [lo, hi] = [Math.min(summary.min, summary.max), Math.max(summary.min, summary.max)];
+  for (const v of values) assert.ok(v >= lo * (1 - 1e-6) - 1e-6 && v <= hi * (1 + 1e-6) + 1e-6, `${name}: ${v} within [${lo}, ${hi}]`);
+  if (!merged.length) {
+    const m = median(values);
+    assert.ok(Math.abs(m - summary.median) <= 1e-6 * Math.abs(summary.median) + 1e-6, `${name}: median ${m} is the result's ${summary.median}`);
+  }
+  return { kept, merged };
 }
 
 const close = (a, b, what) => assert.ok(Math.abs(a - b) <= 1e-3 + 1e-6 * Math.abs(b), `${what}: ${a} vs ${b}`);
@@ -89,8 +124,87 @@ test('the launch trace: each way\'s traced chain lasts the wall time the result 
 
 test('a thousand-step launch trace stays small, says it aggregated, and still parses', async () => {
   const r = bench('launch', ['--max-kernels', '1000', '--elements', '16']);
-  assert.ok(JSON.stringify(r.trace).length < 200_000, 'bounded size');
+  assert.ok(JSON.stringify(r.trace).length < 50_000, 'bounded size');
   assert.match(r.trace.otherData.aggregated, /merged/);
   const threads = await parse(r.trace);
   sameTracks(threads, r.trace);
+});
+
+test('the matmul trace: every timed product per size, as the medians report them', async () => {
+  const r = bench('matmul', ['--max-size', '128']);
+  const threads = await parse(r.trace);
+  sameTracks(threads, r.trace);
+  const cpu = thread(threads, r.trace, 'CPU: SGEMM');
+  let exact = 0;
+  for (const row of r.rows) {
+    const { merged } = pointMatches(cpu.entries, `SGEMM ${row.size}×${row.size}`, row.cpu_ms);
+    exact += merged.length ? 0 : 1;
+    if (row.gpu_ms) {
+      const gpu = thread(threads, r.trace, 'GPU stream');
+      pointMatches(gpu.entries, `SGEMM ${row.size}×${row.size}`, row.gpu_ms);
+      pointMatches(gpu.entries, `copy A, B in + SGEMM ${row.size}×${row.size}`, row.gpu_with_copy_ms);
+    }
+  }
+  assert.ok(exact > 0 || r.rows.every((row) => row.cpu_ms.samples > 5), 'some point is checked median to median');
+});
+
+test('the transfer trace: each size and way, its samples giving the GB/s the result reports', async () => {
+  const r = bench('transfer', ['--max-bytes', String(1 << 20)]);
+  const threads = await parse(r.trace);
+  sameTracks(threads, r.trace);
+  const lane = r.trace.otherData.backend === 'gpu' ? thread(threads, r.trace, 'GPU stream') : thread(threads, r.trace, 'CPU: memcpy');
+  const ways = { h2d: 'H→D', d2h: 'D→H' };
+  const label = (b) => (b >= 1 << 20 ? `${b / (1 << 20)} MiB` : `${b / 1024} KiB`);
+  for (const p of r.points) {
+    const name = p.direction === 'h2h' ? `memcpy ${label(p.bytes)} × ${p.copies}` : `${ways[p.direction]} ${p.memory} ${label(p.bytes)} × ${p.copies}`;
+    // Bandwidth = bytes × copies / time: the slowest sample is the smallest GB/s.
+    pointMatches(lane.entries, name, p.gbps, (ms) => (p.bytes * p.copies) / 1e9 / (ms / 1e3));
+  }
+});
+
+test('the streams trace: one track per stream, three steps per chunk, the result\'s timeline', async () => {
+  const r = bench('streams', ['--chunks', '4', '--chunk-mib', '1', '--streams', '2']);
+  const threads = await parse(r.trace);
+  sameTracks(threads, r.trace);
+  const lanes = declared(r.trace);
+  assert.equal(lanes.length, new Set(r.timeline.map((s) => s.lane)).size, 'a track per stream used');
+  assert.equal(lanes.reduce((n, l) => n + l.spans.length, 0), 3 * r.chunks, 'copy in, compute, copy out per chunk');
+  for (const step of r.timeline) {
+    const t = threads.find((x) => x.name === lanes[step.lane].name);
+    const e = t.entries.find((x) => x.name === `${step.step} (chunk ${step.chunk})`);
+    assert.ok(e, `${step.step} of chunk ${step.chunk} on lane ${step.lane}`);
+    close(e.ts / 1e3, step.start_ms, `${step.step} ${step.chunk} start`);
+    close(e.dur / 1e3, step.end_ms - step.start_ms, `${step.step} ${step.chunk} duration`);
+  }
+});
+
+test('the training trace: every step, their median the step time the result reports', async () => {
+  const r = bench('training', ['--steps', '40', '--log-every', '10']);
+  const threads = await parse(r.trace);
+  sameTracks(threads, r.trace);
+  const gpu = r.trace.otherData.backend === 'gpu';
+  const steps = (gpu ? thread(threads, r.trace, 'GPU stream') : thread(threads, r.trace, 'CPU: training steps')).entries;
+  assert.equal(steps.length, r.step_ms.samples, 'one span per step');
+  const m = median(steps.map((e) => e.dur / 1e3));
+  assert.ok(Math.abs(m - r.step_ms.median) <= 1e-6 + 1e-6 * r.step_ms.median, `median step ${m} vs ${r.step_ms.median}`);
+  if (gpu) {
+    const reads = thread(threads, r.trace, 'CPU').entries.filter((e) => e.name.startsWith('read loss'));
+    assert.equal(reads.length, r.loss_curve.length, 'a loss read per logged point');
+  }
+});
+
+test('the precision trace: each format\'s timed products, as the medians report them', async () => {
+  const r = bench('precision', ['--size', '128']);
+  const threads = await parse(r.trace);
+  sameTracks(threads, r.trace);
+  const [lane] = declared(r.trace).map((t) => threads.find((x) => x.name === t.name));
+  for (const row of r.rows) pointMatches(lane.entries, `GEMM ${row.precision.toUpperCase()} ${r.size}×${r.size}`, row.ms);
+});
+
+test('every default run\'s trace stays well under 50 KB', async () => {
+  for (const [name, args] of [['training', []], ['streams', []], ['launch', []], ['transfer', []], ['precision', ['--size', '512']]]) {
+    const r = bench(name, args);
+    const bytes = JSON.stringify(r.trace).length;
+    assert.ok(bytes < 50_000, `${name}: ${bytes} bytes of trace`);
+  }
 });

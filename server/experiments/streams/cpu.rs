@@ -155,6 +155,7 @@ pub(super) fn run(
         });
     }
     speedups(&mut runs);
+    let timeline = best.map(|(_, t)| t).unwrap_or_default();
     Ok(StreamsResult {
         chunks: p.chunks,
         chunk_bytes: (per_chunk * size_of::<f32>()) as u64,
@@ -163,7 +164,8 @@ pub(super) fn run(
         compute_copy_ratio: compute_ms.median / copy.median,
         calibration,
         runs,
-        timeline: best.map(|(_, t)| t).unwrap_or_default(),
+        trace: super::lanes::trace_of(&timeline, false),
+        timeline,
         outputs_match: verdict.is_ok(),
         output_error: verdict.err(),
     })

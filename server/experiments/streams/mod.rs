@@ -12,9 +12,11 @@
 //!
 //! The CPU stand-in ([`cpu`]) runs the same pipeline on threads: more threads let
 //! chunks proceed side by side, up to the number of cores. Same idea, not the same
-//! hardware, and the result says which it measured.
+//! hardware, and the result says which it measured. The timeline also travels as a
+//! Chrome trace, one track per stream ([`lanes`]).
 
 mod cpu;
+mod lanes;
 pub mod output;
 
 use std::fmt::Write as _;
@@ -116,6 +118,8 @@ pub struct StreamsResult {
     pub outputs_match: bool,
     /// The first disagreement, when `outputs_match` is false.
     pub output_error: Option<String>,
+    /// The timeline as a Chrome trace, one track per stream (or thread).
+    pub trace: crate::experiments::trace::Trace,
 }
 
 /// Folds one checked run into the running verdict: `Ok` keeps it, the first `Err`
@@ -366,6 +370,7 @@ fn run_gpu(
         compute_copy_ratio: compute.median / copy.median,
         calibration,
         runs,
+        trace: lanes::trace_of(&timeline, true),
         timeline,
         outputs_match: verdict.is_ok(),
         output_error: verdict.err(),

@@ -324,19 +324,28 @@ pub fn run(
     let mut marks = gpu.marks();
     run.stream.sync()?;
     marks.record(&run.stream)?;
+    let mut timeline = super::timeline::StepTrace::new(true);
     let mut curve = Vec::new();
     for step in 0..params.steps {
         deadline.check()?;
+        let launched = timeline.now_ms();
         run.step(step)?;
         marks.record(&run.stream)?;
+        let name = format!("step {} launches", step + 1);
+        timeline.host(name, "launch", launched, timeline.now_ms());
         if (step + 1) % params.log_every == 0 || step + 1 == params.steps {
+            let asked = timeline.now_ms();
+            let loss = run.read_loss()?;
+            let name = format!("read loss after step {} (waits for the GPU)", step + 1);
+            timeline.host(name, "sync", asked, timeline.now_ms());
             curve.push(LossPoint {
                 step: step + 1,
-                loss: run.read_loss()?,
+                loss,
             });
         }
     }
     run.stream.sync()?;
+    timeline.stream_steps(&marks.offsets_ms()?);
     let step_ms = summarize(&marks.intervals_ms()?)
         .ok_or_else(|| ExperimentError::Failed("the run took no steps".into()))?;
     let probe = params.steps.min(LOGGING_PROBE_STEPS);
@@ -354,5 +363,6 @@ pub fn run(
         accuracy: accuracy(&run.model()?, &data),
         read_every_step_ms,
         read_every_n_ms,
+        trace: timeline.finish(),
     })
 }

@@ -8,12 +8,13 @@
 //! [`model`] is the CPU implementation and the reference, built from [`ops`] (one
 //! function per kernel); [`gpu`] runs the same steps with cuBLAS and our kernels, and
 //! the selftest compares the two loss curves. [`logging`] is how both time the cost
-//! of reading the loss.
+//! of reading the loss; [`timeline`] turns a run's steps into a Chrome trace.
 
 pub mod gpu;
 pub mod logging;
 pub mod model;
 pub mod ops;
+mod timeline;
 
 use std::fmt::Write as _;
 
@@ -176,6 +177,9 @@ pub struct TrainResult {
     pub read_every_step_ms: f64,
     /// Milliseconds per step when it is read every `log_every` steps (extra run).
     pub read_every_n_ms: f64,
+    /// The run's steps (and, on the GPU, its launch calls and loss reads) as a
+    /// Chrome trace.
+    pub trace: super::trace::Trace,
 }
 
 /// Trains on `gpu` when given, else on the CPU (break-it's logging case runs this too).

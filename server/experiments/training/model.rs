@@ -197,13 +197,22 @@ pub fn run_cpu(
     let mut opt = Optimizer::new(params, &model);
     let mut curve = Vec::new();
     let mut step_times = Vec::with_capacity(params.steps);
+    let mut timeline = super::timeline::StepTrace::new(false);
     for step in 0..params.steps {
         deadline.check()?;
         let start = Instant::now();
+        let begun_ms = timeline.now_ms();
         let (x, y) = data.batch(step, params.batch);
         let (loss, grads) = loss_and_grads(&model, &x, &y, bf16_ops);
         opt.step(&mut model, &grads);
-        step_times.push(start.elapsed().as_secs_f64() * 1e3);
+        let ms = start.elapsed().as_secs_f64() * 1e3;
+        step_times.push(ms);
+        timeline.host(
+            format!("step {}", step + 1),
+            "work",
+            begun_ms,
+            begun_ms + ms,
+        );
         if (step + 1) % params.log_every == 0 || step + 1 == params.steps {
             curve.push(LossPoint {
                 step: step + 1,
@@ -247,6 +256,7 @@ pub fn run_cpu(
         accuracy: accuracy(&model, &data),
         read_every_step_ms,
         read_every_n_ms,
+        trace: timeline.finish(),
     })
 }
 

@@ -13,6 +13,7 @@ use axum::response::{IntoResponse, Response};
 use serde::Serialize;
 use serde_json::{Value, json};
 
+use crate::course::reference_runs;
 use crate::engine::Refused;
 use crate::experiments::{DynExperiment, ParamError, REGISTRY, Rule};
 use crate::gpu::DeviceCard;
@@ -50,6 +51,9 @@ pub struct ExperimentInfo {
 pub struct DeviceInfo {
     /// What the experiments run on (`kind` is `cuda` or `cpu`).
     pub device: DeviceCard,
+    /// This device's ceilings, measured at start-up, with the datasheet peaks beside
+    /// them (absent until measured, and on a web node).
+    pub ceilings: Option<crate::experiments::ceilings::Ceilings>,
     /// Experiments waiting now.
     pub queue_depth: usize,
     /// This server's caps, by name.
@@ -77,8 +81,18 @@ pub async fn device(State(state): State<AppState>) -> Json<DeviceInfo> {
                 Rule::OneOf { .. } => None,
             })
     };
+    let card = &state.engine.card;
+    let ceilings = state.engine.ceilings.get().cloned().map(|c| {
+        match reference_runs::published_memory_gbps(&state.course.references, &card.name) {
+            Some((gbps, device)) => {
+                c.with_memory_datasheet(gbps, format!("NVIDIA datasheet, {device}"))
+            }
+            None => c,
+        }
+    });
     Json(DeviceInfo {
-        device: (*state.engine.card).clone(),
+        device: (**card).clone(),
+        ceilings,
         queue_depth: state.engine.queue_depth().await,
         limits: json!({
             "queue_capacity": limits.queue_length,

@@ -1,7 +1,10 @@
 // e2e check for the "matmul-crossover" live experiment
 // (web/static/js/experiments/matmul-crossover.js): run a small sweep, expect a chart
 // (canvas) and positive times in the table, and switch the chart to GFLOP/s.
-export default async function check({ figure, assert }) {
+// Then the run's trace (tests/e2e/lib/trace-view.mjs): lanes, table, the downloaded file's tracks.
+import { checkTraceView, onGpu } from '../lib/trace-view.mjs';
+
+export default async function check({ page, figure, assert }) {
   const select = figure.locator('select[name="max_size"]');
   await select.waitFor({ timeout: 60_000 });
   const sizes = await select.locator('option').evaluateAll((options) => options.map((o) => Number(o.value)));
@@ -10,7 +13,7 @@ export default async function check({ figure, assert }) {
   await figure.getByRole('button', { name: 'Run the sweep' }).click();
   await figure.locator('.exp-chart canvas').first().waitFor({ timeout: 60_000 });
   assert.match(await figure.locator('.exp-chart').getAttribute('aria-label'), /against matrix side/);
-  const rows = figure.locator('.exp-table tbody tr');
+  const rows = figure.locator('.exp-table:not(.exp-trace .exp-table) tbody tr');
   assert.ok(await rows.count() >= 2, 'one row per size');
   const firstTime = await rows.first().locator('td').first().innerText();
   assert.match(firstTime, /^[\d.,]+ (ns|µs|ms|s)$/, `a time: ${firstTime}`);
@@ -22,10 +25,17 @@ export default async function check({ figure, assert }) {
   // tabled, and the summary's outlier sentences agree with the table's outlier counts.
   assert.match(await figure.locator('.exp-chart').getAttribute('aria-label'), /interquartile range/);
   assert.match(await figure.locator('.exp-legend').innerText(), /Shaded: middle half of the samples \(IQR\)/);
-  const spreads = await figure.locator('.exp-table tbody tr td:last-child').allInnerTexts();
+  const spreads = await figure.locator('.exp-table:not(.exp-trace .exp-table) tbody tr td:last-child').allInnerTexts();
   assert.ok(spreads.every((c) => /^[\d.,]+ (ns|µs|ms|s)–[\d.,]+ (ns|µs|ms|s), \d+/.test(c)), `an IQR and a sample count per size: ${spreads}`);
   const findings = (await figure.locator('.exp-finding').allInnerTexts()).join('\n');
   const flagged = spreads.some((c) => /outlier/.test(c));
   assert.equal(/Outliers \(/.test(findings), flagged, `outlier sentences match the table (${spreads}): ${findings}`);
   if (/Every point settled/.test(findings)) assert.ok(!flagged && !/Noisy points/.test(findings), findings);
+  // The run's trace: lanes, table and the downloadable file, its tracks named.
+  const gpu = await onGpu(page);
+  await checkTraceView({ page, figure, assert }, 'matmul', [/^CPU: SGEMM/, ...(gpu ? [/^GPU stream/] : [])]);
+  // Where the result sits against this device's ceilings, measured at start-up.
+  const placed = figure.locator('.exp-ceilings .exp-finding');
+  await placed.first().waitFor({ timeout: 10_000 });
+  assert.match((await placed.allInnerTexts()).join(' '), /The \d+ × \d+ CPU product ran at \d+% of this device's ceiling for SGEMM \(FP32\)/);
 }

@@ -3,14 +3,17 @@
 // one table row per run (1 and 2 streams or threads, plus pageable memory on a GPU), a
 // speed-up of exactly 1× for the one-stream run, a timeline with three steps per chunk,
 // and findings that agree with the numbers shown.
-export default async function check({ figure, assert }) {
+// Then the run's trace (tests/e2e/lib/trace-view.mjs): lanes, table, the downloaded file's tracks.
+import { checkTraceView, onGpu } from '../lib/trace-view.mjs';
+
+export default async function check({ page, figure, assert }) {
   await figure.locator('input[name="chunks"]').waitFor({ timeout: 60_000 });
   await figure.locator('input[name="chunks"]').fill('4');
   await figure.locator('input[name="chunk_mib"]').fill('1');
   await figure.locator('input[name="streams"]').fill('2');
   await figure.getByRole('button', { name: 'Run the pipeline' }).click();
-  await figure.locator('.exp-table tbody tr').first().waitFor({ timeout: 60_000 });
-  const rows = await figure.locator('.exp-table tbody tr').allInnerTexts();
+  await figure.locator('.exp-table:not(.exp-trace .exp-table) tbody tr').first().waitFor({ timeout: 60_000 });
+  const rows = await figure.locator('.exp-table:not(.exp-trace .exp-table) tbody tr').allInnerTexts();
   assert.ok(rows.length === 2 || rows.length === 3, `one row per run: ${rows}`);
   assert.match(rows[0], /^1 (stream|thread)\s/);
   assert.match(rows[0], /1\.0×|1×/, `the one-stream run is the baseline: ${rows[0]}`);
@@ -41,4 +44,8 @@ export default async function check({ figure, assert }) {
   } else {
     assert.match(text, /as fast as with one|did not clearly help/, text);
   }
+  // The trace: one track per stream (or worker thread) of the two-stream run drawn above.
+  const gpu = await onGpu(page);
+  const file = await checkTraceView({ page, figure, assert }, 'streams', [/^(GPU stream|worker thread) 0/, /^(GPU stream|worker thread) 1/]);
+  assert.ok(file.traceEvents.some((e) => e.ph === 'X' && e.cat === 'copy') && file.traceEvents.some((e) => e.ph === 'X' && e.cat === 'kernel'), `copies and compute (${gpu ? 'GPU' : 'CPU'})`);
 }

@@ -2,7 +2,10 @@
 // (web/static/js/experiments/transfer-benchmark.js): pick a small largest copy, run the
 // sweep, and expect a chart (canvas) and bandwidth numbers above zero in the table, and
 // on the CPU backend a caption that describes the curve in that table (where it peaks).
-export default async function check({ figure, assert }) {
+// Then the run's trace (tests/e2e/lib/trace-view.mjs): lanes, table, the downloaded file's tracks.
+import { checkTraceView, onGpu } from '../lib/trace-view.mjs';
+
+export default async function check({ page, figure, assert }) {
   const select = figure.locator('select[name="max_bytes"]');
   await select.waitFor({ timeout: 60_000 });
   const values = (await select.locator('option').evaluateAll((options) => options.map((o) => Number(o.value))));
@@ -15,14 +18,14 @@ export default async function check({ figure, assert }) {
   assert.match(await chart.getAttribute('aria-label'), /bandwidth in GB\/s/);
   assert.match(await chart.getAttribute('aria-label'), /shaded band .* middle half of its samples/);
   assert.match(await figure.locator('.exp-legend').innerText(), /Shaded: middle half of the samples \(IQR\)/);
-  const cells = await figure.locator('.exp-table tbody td').allInnerTexts();
+  const cells = await figure.locator('.exp-table:not(.exp-trace .exp-table) tbody td').allInnerTexts();
   assert.ok(cells.length > 0, 'the table has rows');
   const medians = cells.map((c) => Number.parseFloat(c.replace(/,/g, '')));
   assert.ok(medians.some((m) => m > 0), `a bandwidth above zero: ${cells.join(' | ')}`);
   assert.match(await figure.locator('.exp-status-text').innerText(), /^Done/);
   const first = await figure.locator('.exp-finding').first().innerText();
   if (/No GPU/.test(first)) {
-    const rows = await figure.locator('.exp-table tbody tr').evaluateAll((trs) =>
+    const rows = await figure.locator('.exp-table:not(.exp-trace .exp-table) tbody tr').evaluateAll((trs) =>
       trs.map((tr) => Number.parseFloat(tr.cells[1].innerText.replace(/,/g, ''))));
     // Every size whose rounded median ties for the top could be the raw maximum.
     const tops = rows.flatMap((v, i) => (v === Math.max(...rows) ? [i] : []));
@@ -40,4 +43,11 @@ export default async function check({ figure, assert }) {
     const links = await aside.locator('a').evaluateAll((as) => as.map((a) => a.href));
     assert.ok(links.length > 0 && links.every((h) => h.startsWith('https://')), `sources linked: ${links}`);
   }
+  // The run's trace: lanes, table and the downloadable file, its tracks named.
+  const gpu = await onGpu(page);
+  await checkTraceView({ page, figure, assert }, 'transfer', [gpu ? /^GPU stream: copies/ : /^CPU: memcpy/]);
+  // Where the result sits against this device's ceilings, measured at start-up.
+  const placed = figure.locator('.exp-ceilings .exp-finding');
+  await placed.first().waitFor({ timeout: 10_000 });
+  assert.match((await placed.allInnerTexts()).join(' '), /ran at \d+% of this device's ceiling for/);
 }

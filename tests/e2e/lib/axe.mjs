@@ -66,7 +66,8 @@ export async function checkAccessibility(ctx) {
 
 /**
  * Brings out controls that only exist after use, so axe sees them: the launch experiment's
- * results with their trace view, a live tensor in the
+ * results with their trace view, a matmul sweep's results with its ceiling findings and
+ * trace view, a live tensor in the
  * allocator playground (each gets a "del" button) and the segment it sits in. Each scheme's context is a new
  * student, so the playground starts empty every time.
  */
@@ -77,6 +78,16 @@ async function useControls(page) {
     await launch.locator('input[name="max_kernels"]').fill('10');
     await launch.getByRole('button', { name: 'Just run it' }).click();
     await launch.locator('svg.exp-trace-lanes').waitFor({ state: 'visible', timeout: 60_000 });
+  }
+  // A matmul sweep's results: where it sits against this device's ceilings, and its trace.
+  const matmul = page.locator('figure[data-experiment="matmul-crossover"]');
+  if (await matmul.count()) {
+    await matmul.locator('select[name="max_size"]').selectOption({ index: 0 });
+    // A new student is asked to predict first; "Just run it" skips the prediction.
+    const skip = matmul.getByRole('button', { name: 'Just run it' });
+    await (await skip.count() ? skip : matmul.getByRole('button', { name: 'Run the sweep' })).click();
+    await matmul.locator('svg.exp-trace-lanes').waitFor({ state: 'visible', timeout: 60_000 });
+    await matmul.locator('.exp-ceilings .exp-finding').first().waitFor({ state: 'visible', timeout: 15_000 });
   }
   const playground = page.locator('figure[data-experiment="allocator-playground"]');
   if ((await playground.count()) === 0) return;

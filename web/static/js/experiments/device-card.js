@@ -1,7 +1,9 @@
 // Live experiment "device-card" (lesson 2): GET /api/device and show what this server
 // computes on — the GPU's name, compute capability (and what it unlocks), SMs, memory,
 // L2, clocks, PCIe link and driver/CUDA versions, or the CPU's model, cores and RAM —
-// plus the caps the server puts on experiments and how many jobs are waiting now.
+// plus the caps the server puts on experiments and how many jobs are waiting now, and
+// this device's own ceilings, measured once when the server started, each with the
+// datasheet (or link) peak beside it.
 
 import {
   el, showResults, panelShell, statusArea, resultsArea, requestJson, loadDevice, dataTable,
@@ -61,6 +63,24 @@ function limitsTable(limits) {
   return dataTable({ caption: "This server's caps on experiments", columns: [{ label: 'Cap' }, { label: 'Value', numeric: true }], rows });
 }
 
+function ceilingsTable(ceilings) {
+  const rows = ceilings.figures.map((c) => [
+    c.label,
+    `${formatSig(c.value)} ${c.unit}`,
+    `${formatSig(c.low)}–${formatSig(c.high)}`,
+    c.datasheet > 0 ? `${formatSig(c.datasheet)} ${c.unit} (${c.datasheet_from})` : 'not known to GPU Lab',
+    c.datasheet > 0 ? `${Math.round((100 * c.value) / c.datasheet)}%` : '—',
+    c.how,
+  ]);
+  const block = dataTable({
+    caption: `This device's ceilings, measured when the server started (${formatSig(ceilings.took_ms / 1e3)} s): what an experiment can hope to reach here`,
+    columns: [{ label: 'Figure' }, { label: 'Measured (median)', numeric: true }, { label: 'Slowest–fastest run', numeric: true }, { label: 'Datasheet peak', numeric: true }, { label: 'Measured ÷ datasheet', numeric: true }, { label: 'How' }],
+    rows,
+  });
+  block.classList.add('exp-ceilings-table');
+  return block;
+}
+
 function render(results, info) {
   const card = info.device;
   const list = el('dl', { class: 'exp-card' },
@@ -69,6 +89,7 @@ function render(results, info) {
     el('h3', { class: 'exp-subhead' }, card.kind === 'cuda' ? `GPU: ${card.name}` : `CPU: ${card.name}`),
     list,
     el('p', { class: 'exp-finding' }, `Experiments waiting in the queue right now: ${formatInt(info.queue_depth)}.`),
+    info.ceilings ? ceilingsTable(info.ceilings) : el('p', { class: 'exp-finding' }, "This device's ceilings are measured when the server starts; read the card again in a few seconds."),
     info.limits ? limitsTable(info.limits) : null,
   );
 }

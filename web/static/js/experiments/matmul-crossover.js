@@ -4,6 +4,9 @@
 // counting the copy in. The crossover sizes (first n from which the GPU keeps winning)
 // are marked on the chart and stated in words; without a GPU the panel says there is
 // nothing to cross and points at how the CPU's rate changes with size.
+// Below the figures, where the result sits against this device's measured ceilings
+// (panel-ceiling.js), and the run's timeline from the same clock readings: lanes, a table and
+// "Download trace" (panel-trace.js).
 
 import {
   el, showResults, uniqueId, loadDevice, standardPanel, runJob, dataTable, statList, finding, provenanceDetails, legend,
@@ -13,6 +16,8 @@ import { mountChart, axis, xAxis, lineSeries, log2Values, bandFill, bandEdge } f
 import { matmulSeries, crossoverSize } from '../logic/panel-series.js';
 import { bandColumns, spreadFindings } from '../logic/sweep-spread.js';
 import { formatFlops, formatMs, formatSig, formatTimes, formatError, powerOfTwoSteps, largestStepAtMost } from '../logic/panel-format.js';
+import { traceView } from './panel-trace.js';
+import { ceilingView } from './panel-ceiling.js';
 
 const CPU_DEFAULT_SIZE = 512;
 const side = (n) => `${n}\u00a0×\u00a0${n}`;
@@ -182,6 +187,8 @@ function render(results, result, state) {
     ...findings(result, data, cross),
     ...spread.map((f) => finding(f.text, f.tone)),
     dataTable({ caption: 'Median per size (FP32, 2n³ FLOP per product); each size repeated at least 5 times, more until its spread settled or its time budget ran out', columns, rows }),
+    ceilingView('matmul', result),
+    traceView(result.trace, 'matmul'),
     provenanceDetails(result.provenance),
   );
   renderChart(chartHost, result, data, cross, state.mode, state);

@@ -4,6 +4,9 @@
 // outline behind each, when known) and the largest relative error per format on a log
 // scale, with the full numbers in a table. On the CPU backend TF32/FP16/BF16 are
 // emulated by rounding: their errors are real, their speeds are FP32's, and it says so.
+// Below the figures, where the result sits against this device's measured ceilings
+// (panel-ceiling.js), and the run's timeline from the same clock readings: lanes, a table and
+// "Download trace" (panel-trace.js).
 
 import {
   el, showResults, loadDevice, standardPanel, runJob, dataTable, statList, finding, provenanceDetails, legend,
@@ -11,6 +14,8 @@ import {
 } from './panel.js';
 import { categoryBars } from './panel-bars.js';
 import { formatError, formatFlops, formatMs, formatPercent, formatSpread, formatTimes, powerOfTwoSteps, largestStepAtMost } from '../logic/panel-format.js';
+import { traceView } from './panel-trace.js';
+import { ceilingView } from './panel-ceiling.js';
 
 const CPU_DEFAULT_SIZE = 256;
 const NAMES = { fp32: 'FP32', tf32: 'TF32', fp16: 'FP16', bf16: 'BF16' };
@@ -71,6 +76,8 @@ function render(results, result) {
       rows: rows.map((r) => [label(r), r.compute, formatSpread(r.ms, formatMs), rateText(r),
         ...(anyPeak ? [Number.isFinite(r.peak_tflops) ? formatFlops(r.peak_tflops * 1e12) : 'unknown'] : []), formatError(r.max_abs_error), formatError(r.max_rel_error)]),
     }),
+    ceilingView('precision', result),
+    traceView(result.trace, 'precision'),
     provenanceDetails(result.provenance),
   );
 }

@@ -3,6 +3,8 @@
 // loss of even guessing, as a reference line), step time, samples per second, accuracy
 // and the measured cost of reading the loss every step against every N steps. Runs are
 // kept on the page (the last four) so a student can change one setting and compare.
+// Below the figures, the run's timeline from the same clock readings: lanes, a table and
+// "Download trace" (panel-trace.js).
 
 import {
   el, showResults, loadDevice, standardPanel, runJob, dataTable, statList, finding, provenanceDetails, legend, resultBackendNote,
@@ -13,6 +15,7 @@ import { CHANCE_LOSS } from '../logic/panel-series.js';
 import { trainingLoggingVerdict } from '../logic/measured-verdicts.js';
 import { clampInt } from '../logic/numbers.js';
 import { formatInt, formatMs, formatPercent, formatSig, formatSpread } from '../logic/panel-format.js';
+import { traceView } from './panel-trace.js';
 
 const KEEP_RUNS = 4;
 const RUN_STYLES = [
@@ -82,6 +85,7 @@ function render(results, runs, device, state) {
       rows: runRows,
     }),
     el('details', { class: 'exp-provenance' }, el('summary', {}, 'Loss at each logged step'), curveTable),
+    traceView(latest.trace, 'training'),
     provenanceDetails(latest.provenance),
   );
   // Every run's curve on a shared step axis: uPlot needs one x array, so align by step.

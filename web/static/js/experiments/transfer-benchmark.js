@@ -3,6 +3,9 @@
 // log axis: host→device and device→host, from pinned and pageable memory, with the PCIe
 // link's theoretical peak as a dotted line when the server knows it. On the CPU backend
 // it is one host memcpy series, and the panel says there is no bus to measure.
+// Below the figures, where the result sits against this device's measured ceilings
+// (panel-ceiling.js), and the run's timeline from the same clock readings: lanes, a table and
+// "Download trace" (panel-trace.js).
 
 import {
   el, showResults, loadDevice, standardPanel, runJob, dataTable, statList, finding, provenanceDetails, legend,
@@ -13,6 +16,8 @@ import { transferSeries, bestTransfer } from '../logic/panel-series.js';
 import { spreadFindings } from '../logic/sweep-spread.js';
 import { formatBytes, formatGbps, formatSig, formatSpread, powerOfTwoSteps, largestStepAtMost } from '../logic/panel-format.js';
 import { transferFindings } from '../logic/transfer-findings.js';
+import { traceView } from './panel-trace.js';
+import { ceilingView } from './panel-ceiling.js';
 
 const CPU_DEFAULT_BYTES = 64 * 1024 * 1024;
 
@@ -48,6 +53,8 @@ function render(results, result, device, state) {
     ...findings(data, peak, device),
     ...spread.map((f) => finding(f.text, f.tone)),
     dataTable({ caption: 'Bandwidth in GB/s per size: median (min–max) of at least 7 samples, more until the spread settled or the time budget ran out; GB = 1e9 bytes; H = host, D = device', columns, rows }),
+    ceilingView('transfer', result),
+    traceView(result.trace, 'transfer'),
     provenanceDetails(result.provenance),
   );
   const xs = sizes.map((s) => Math.log2(s));
