@@ -398,6 +398,11 @@ CREATE TABLE lab_attempts (
 );
 CREATE INDEX lab_attempts_by_student ON lab_attempts(student_id, lab);
 ",
+    // A lab attempt's graded criteria and explanation (JSON), so the Labs page shows
+    // the latest result without JavaScript.
+    r"
+ALTER TABLE lab_attempts ADD COLUMN summary TEXT;
+",
 ];
 
 impl Db {
