@@ -83,6 +83,10 @@ pub struct LabResult {
     pub knobs: Vec<KnobLink>,
     /// What the measurements say, in the lesson's terms.
     pub explanation: Vec<String>,
+    /// The lab's nominal speed target (candidate ÷ baseline samples/s), if it has one.
+    pub nominal_speedup: Option<f64>,
+    /// What the lab's known-good reference gained over the baseline in this run.
+    pub reference_gain: Option<Ratio>,
 }
 
 /// A knob and where it is taught.
@@ -155,8 +159,8 @@ pub fn assemble(
             )
         })
     };
+    let ref_gain = grade::gain(&b.samples, &r.samples);
     if let Some(nominal) = l.speedup {
-        let ref_gain = grade::gain(&b.samples, &r.samples);
         let target = grade::target(nominal, ref_gain);
         let detail = match target {
             grade::Target::At(t) => format!(
@@ -318,6 +322,8 @@ pub fn assemble(
         inert,
         knobs: knob_links(l, on_gpu),
         explanation,
+        nominal_speedup: l.speedup,
+        reference_gain: ref_gain,
         baseline: b,
         candidate: c,
         reference: r,
