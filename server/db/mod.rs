@@ -387,7 +387,7 @@ ALTER TABLE jobs ADD COLUMN measured REAL;
     // The tuning labs' graded attempts (db::lab_attempts), recorded with the run.
     r"
 CREATE TABLE lab_attempts (
-    id           INTEGER PRIMARY KEY,
+    id           INTEGER PRIMARY KEY AUTOINCREMENT,
     student_id   TEXT NOT NULL,
     lab          TEXT NOT NULL,
     verdict      TEXT NOT NULL,
