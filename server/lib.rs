@@ -9,7 +9,7 @@
 //! - [`web`]: HTTP. The router and `serve`, the student cookie, body decoding, the one
 //!   error type, typed askama pages, embedded static files, the generated OpenAPI
 //!   document, and the handlers (pages, quizzes, the learner's path — search, code
-//!   downloads, completion —, instructor, the student's data, experiments, playground,
+//!   downloads, completion, the tuning labs' page —, instructor, the student's data, experiments, playground,
 //!   health and `/metrics`) around one shared `AppState`; who may use the instructor's
 //!   routes ([`web::instructor_access`]); a class round's state machine
 //!   ([`web::class_round`]); measurements for hardware-graded questions
@@ -30,7 +30,8 @@
 //!   `POST /api/lint` and `gpulab lint`.
 //! - [`db`]: the database — a SQLite file (WAL, migrated on start-up) or PostgreSQL, one
 //!   SQL surface for both — of students, quiz attempts and answers, resume codes,
-//!   predictions, the run history and the latest measurements, instructor sign-ins,
+//!   predictions, the run history and the latest measurements, tuning-lab attempts
+//!   ([`db::lab_attempts`]), instructor sign-ins,
 //!   class rounds, and the experiment queue ([`db::jobs`], [`db::job_claims`]); the
 //!   instructor's gradebook queries; whether it takes writes (a full disk, a read-only
 //!   or removed file: a 503 that saves nothing, reported by `/readyz` and `/metrics`),

@@ -21,6 +21,7 @@ mod gradebook;
 mod http;
 mod kernel_emulation;
 mod kernels;
+mod labs;
 mod layers;
 mod learner;
 mod lesson_experiments;

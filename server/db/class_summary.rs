@@ -35,18 +35,22 @@ pub struct MissedByStudents {
     pub last_missed_at: String,
 }
 
-/// Every student with at least one attempt, with their last activity (by id).
+/// Every student with at least one quiz attempt or tuning-lab attempt, with their last
+/// activity (by id).
 pub fn members(tx: &mut Tx) -> Result<Vec<ClassMember>, DbError> {
     // The later of two ISO times is the greater text; SQLite's two-argument MAX has no
-    // PostgreSQL twin (GREATEST), so a CASE picks it on both.
+    // PostgreSQL twin (GREATEST), so a CASE picks it on both. A student who has only
+    // done labs has no quiz attempt (and perhaps no students row): the ids come from
+    // both tables.
     tx.query(
         "SELECT id, display_name, CASE WHEN attempted >= ran THEN attempted ELSE ran END
          FROM (
-             SELECT s.id AS id, s.display_name AS display_name,
-                    (SELECT MAX(submitted_at) FROM attempts WHERE student_id = s.id) AS attempted,
-                    COALESCE((SELECT MAX(finished_at) FROM experiment_runs WHERE student_id = s.id), '') AS ran
-             FROM students s
-             WHERE EXISTS (SELECT 1 FROM attempts WHERE student_id = s.id)
+             SELECT ids.id AS id, s.display_name AS display_name,
+                    COALESCE((SELECT MAX(submitted_at) FROM attempts WHERE student_id = ids.id), '') AS attempted,
+                    COALESCE((SELECT MAX(finished_at) FROM experiment_runs WHERE student_id = ids.id), '') AS ran
+             FROM (SELECT student_id AS id FROM attempts
+                   UNION SELECT student_id AS id FROM lab_attempts) ids
+             LEFT JOIN students s ON s.id = ids.id
          ) activity
          ORDER BY id",
         crate::params![],
@@ -135,6 +139,18 @@ mod tests {
                      VALUES ('bob', 'timing', '{}', 'cpu', 'CPU', 5, 1, ?1)",
                     crate::params![t(9)],
                 )?;
+                // Dee has done only a tuning lab: no quiz attempt, no students row.
+                crate::db::lab_attempts::record(
+                    tx,
+                    "dee",
+                    &serde_json::json!({"lab": "stop-waiting", "verdict": "pass", "score_percent": 100.0}),
+                    "cpu",
+                )?;
+                tx.execute(
+                    "INSERT INTO experiment_runs (student_id, experiment, params, backend, device, duration_ms, ok, finished_at)
+                     VALUES ('dee', 'lab', '{}', 'cpu', 'CPU', 5, 1, ?1)",
+                    crate::params![t(7)],
+                )?;
                 Ok(())
             })
             .unwrap();
@@ -149,8 +165,9 @@ mod tests {
                     ("ann", "2026-01-01T10:02:00.000Z"),
                     ("bob", "2026-01-01T10:09:00.000Z"),
                     ("cy", "2026-01-01T10:05:00.000Z"),
+                    ("dee", "2026-01-01T10:07:00.000Z"),
                 ],
-                "{engine}: the later of quiz and experiment; no one without an attempt"
+                "{engine}: the later of quiz and experiment; labs count; no one without an attempt"
             );
             let missed = db.run_blocking(missed_by_students).unwrap();
             assert_eq!(missed.len(), 1, "{engine}: q2 was never missed");

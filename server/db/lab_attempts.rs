@@ -1,7 +1,11 @@
 //! The tuning labs' attempts: one row per graded lab run, written by the worker in the
 //! same transaction that records the run ([`super::job_claims::complete`]), and read as
 //! gradebook cells (best score and attempts per student and lab, the column id
-//! `lab:<lab>`) and as the labs a student has passed (home and completion pages).
+//! `lab:<lab>`), as the labs a student has passed (home and completion pages), and as
+//! a student's record per lab with the latest attempt's graded criteria (the Labs
+//! page, readable without JavaScript).
+
+use serde::{Deserialize, Serialize};
 
 use super::gradebook::GradeCell;
 use super::migrations::now;
@@ -32,15 +36,125 @@ pub fn record(
         .and_then(serde_json::Value::as_f64)
         .unwrap_or(0.0)
         .clamp(0.0, 100.0);
+    let summary = serde_json::to_string(&Summary::of(result)).ok();
     let now = now(tx);
     tx.execute(
         &format!(
-            "INSERT INTO lab_attempts (student_id, lab, verdict, score, passed, backend, attempted_at)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, {now})"
+            "INSERT INTO lab_attempts (student_id, lab, verdict, score, passed, backend, attempted_at, summary)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, {now}, ?7)"
         ),
-        params![student, lab, verdict, score, verdict == "pass", backend],
+        params![student, lab, verdict, score, verdict == "pass", backend, summary],
     )?;
     Ok(())
+}
+
+/// One graded criterion of an attempt, as the learner read it.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct CriterionLine {
+    /// What was graded.
+    pub name: String,
+    /// `pass`, `fail`, `inconclusive` or `not-graded`.
+    pub verdict: String,
+    /// The numbers behind it.
+    pub detail: String,
+}
+
+/// What an attempt's record keeps of its result.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct Summary {
+    /// The graded criteria.
+    #[serde(default)]
+    pub criteria: Vec<CriterionLine>,
+    /// The explanation in the lesson's terms.
+    #[serde(default)]
+    pub explanation: Vec<String>,
+}
+
+impl Summary {
+    /// The criteria and explanation of a `lab` result's JSON (what is missing is left out).
+    fn of(result: &serde_json::Value) -> Self {
+        let text = |v: &serde_json::Value, key: &str| {
+            v.get(key)
+                .and_then(serde_json::Value::as_str)
+                .unwrap_or_default()
+                .to_string()
+        };
+        let list = |key: &str| {
+            result
+                .get(key)
+                .and_then(serde_json::Value::as_array)
+                .cloned()
+                .unwrap_or_default()
+        };
+        Self {
+            criteria: list("criteria")
+                .iter()
+                .map(|c| CriterionLine {
+                    name: text(c, "name"),
+                    verdict: text(c, "verdict"),
+                    detail: text(c, "detail"),
+                })
+                .collect(),
+            explanation: list("explanation")
+                .iter()
+                .filter_map(|e| e.as_str().map(str::to_string))
+                .collect(),
+        }
+    }
+}
+
+/// A student's record in one lab: best score, attempts, whether passed, and the latest
+/// attempt with what it graded.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LabRecord {
+    /// The lab's name (`feed-the-gpu`).
+    pub lab: String,
+    /// Best score in percent.
+    pub best_score: f64,
+    /// Attempts so far.
+    pub attempts: i64,
+    /// Passed at least once.
+    pub passed: bool,
+    /// The latest attempt's verdict.
+    pub latest_verdict: String,
+    /// Its backend (`cpu` or `cuda`).
+    pub latest_backend: String,
+    /// When it was graded (UTC, ISO 8601).
+    pub latest_at: String,
+    /// What it graded (empty for attempts stored before summaries were kept).
+    pub latest: Summary,
+}
+
+/// `student`'s record in every lab attempted, by lab name.
+pub fn records(tx: &mut Tx, student: &str) -> Result<Vec<LabRecord>, DbError> {
+    let totals = tx.query(
+        "SELECT lab, MAX(score), COUNT(*), MAX(passed) FROM lab_attempts
+         WHERE student_id = ?1 GROUP BY lab ORDER BY lab",
+        params![student],
+    )?;
+    let mut out = Vec::with_capacity(totals.len());
+    for t in &totals {
+        let lab: String = t.get(0)?;
+        let latest = tx.query_row(
+            "SELECT verdict, backend, attempted_at, summary FROM lab_attempts
+             WHERE student_id = ?1 AND lab = ?2 ORDER BY id DESC LIMIT 1",
+            params![student, lab],
+        )?;
+        let summary: Option<String> = latest.get(3)?;
+        out.push(LabRecord {
+            best_score: t.get(1)?,
+            attempts: t.get(2)?,
+            passed: t.get(3)?,
+            latest_verdict: latest.get(0)?,
+            latest_backend: latest.get(1)?,
+            latest_at: latest.get(2)?,
+            latest: summary
+                .and_then(|s| serde_json::from_str(&s).ok())
+                .unwrap_or_default(),
+            lab,
+        });
+    }
+    Ok(out)
 }
 
 /// Every student's best lab score, attempts and pass, as gradebook cells.
@@ -87,6 +201,35 @@ mod tests {
     use serde_json::json;
 
     #[test]
+    fn the_latest_attempt_keeps_its_criteria() {
+        for (engine, db, _scratch) in backends() {
+            let result = json!({
+                "lab": "stop-waiting", "verdict": "fail", "score_percent": 50.0,
+                "criteria": [{"name": "timer within 10%", "verdict": "fail", "detail": "0.12", "ratio": null}],
+                "explanation": ["Without a sync the timer measures the queueing."]
+            });
+            db.run_blocking(|tx| record(tx, "cy", &result, "cpu"))
+                .unwrap();
+            let rec = db.run_blocking(|tx| records(tx, "cy")).unwrap();
+            assert_eq!(rec[0].latest_backend, "cpu", "{engine}");
+            assert_eq!(
+                rec[0].latest.criteria,
+                [CriterionLine {
+                    name: "timer within 10%".into(),
+                    verdict: "fail".into(),
+                    detail: "0.12".into()
+                }]
+            );
+            assert_eq!(rec[0].latest.explanation.len(), 1);
+            assert!(
+                db.run_blocking(|tx| records(tx, "nobody"))
+                    .unwrap()
+                    .is_empty()
+            );
+        }
+    }
+
+    #[test]
     fn attempts_become_best_score_attempts_and_passes() {
         for (engine, db, _scratch) in backends() {
             db.run_blocking(|tx| {
@@ -113,6 +256,16 @@ mod tests {
                 ["feed-the-gpu"]
             );
             assert!(db.run_blocking(|tx| passed(tx, "ann")).unwrap().is_empty());
+            let ann = db.run_blocking(|tx| records(tx, "ann")).unwrap();
+            assert_eq!(ann.len(), 1, "{engine}");
+            assert_eq!(
+                (ann[0].attempts, ann[0].best_score, ann[0].passed),
+                (2, 50.0, false)
+            );
+            assert_eq!(
+                ann[0].latest_verdict, "inconclusive",
+                "the latest, not the best"
+            );
         }
     }
 }

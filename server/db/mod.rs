@@ -387,7 +387,7 @@ ALTER TABLE jobs ADD COLUMN measured REAL;
     // The tuning labs' graded attempts (db::lab_attempts), recorded with the run.
     r"
 CREATE TABLE lab_attempts (
-    id           INTEGER PRIMARY KEY,
+    id           INTEGER PRIMARY KEY AUTOINCREMENT,
     student_id   TEXT NOT NULL,
     lab          TEXT NOT NULL,
     verdict      TEXT NOT NULL,
@@ -397,6 +397,11 @@ CREATE TABLE lab_attempts (
     attempted_at TEXT NOT NULL
 );
 CREATE INDEX lab_attempts_by_student ON lab_attempts(student_id, lab);
+",
+    // A lab attempt's graded criteria and explanation (JSON), so the Labs page shows
+    // the latest result without JavaScript.
+    r"
+ALTER TABLE lab_attempts ADD COLUMN summary TEXT;
 ",
 ];
 

@@ -118,6 +118,10 @@ pub struct CompletionPage<'a> {
     pub record: Option<CompletionRecord>,
     /// The lessons the course covers.
     pub lessons: &'a [Lesson],
+    /// Tuning labs passed, out of `labs_total`.
+    pub labs_passed: usize,
+    /// Tuning labs in the course.
+    pub labs_total: usize,
     /// The page's print button script.
     pub script: String,
 }

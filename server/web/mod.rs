@@ -3,7 +3,8 @@
 //! [`serve`]), the [`identity`] middleware (the student cookie), an extractor or body
 //! decoder from [`extract`], a handler in [`routes`] holding the shared [`state`], and
 //! on the way out [`error`]'s single `IntoResponse` or a typed [`page`] ([`quiz_pages`]
-//! for the quiz form and results, [`learner_pages`] for about, search and completion).
+//! for the quiz form and results, [`learner_pages`] for about, search and completion,
+//! [`lab_pages`] for the tuning labs and their latest graded results).
 //! The learner's way through the course — next steps after a quiz, where to continue,
 //! the device status line — is worked out in [`learner_flow`]; the instructor's
 //! gradebook is sorted, filtered and paged in [`gradebook_table`] and shaped for its
@@ -24,6 +25,7 @@ pub mod guard;
 pub mod identity;
 pub mod instructor_access;
 pub mod instructor_pages;
+pub mod lab_pages;
 pub mod learner_flow;
 pub mod learner_pages;
 pub mod lint_page;

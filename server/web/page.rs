@@ -78,6 +78,10 @@ pub struct HomePage<'a> {
     pub exam_state: QuizState,
     /// Quizzes passed, out of lessons + final exam.
     pub passed_count: usize,
+    /// Tuning labs passed, out of `labs_total`.
+    pub labs_passed: usize,
+    /// Tuning labs in the course.
+    pub labs_total: usize,
     /// The student's display name, if chosen.
     pub display_name: Option<String>,
     /// Where to pick up.

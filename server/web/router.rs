@@ -116,6 +116,7 @@ pub fn router(state: AppState) -> Router {
             get(quiz::final_exam).post(quiz::submit_final_exam),
         )
         .route("/final-exam/complete", get(learner::completion))
+        .route("/labs", get(learner::labs))
         .route(
             "/lint",
             get(lint::page)

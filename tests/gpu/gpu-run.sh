@@ -15,7 +15,8 @@
 # Order: environment first; the cold-sensitive probes (timing trap, streams) before
 # anything warms the GPU; doctor, backend, selftest, the injected-failure fallback; our
 # benches and PyTorch's; the allocator playground's model against PyTorch's caching
-# allocator; the GPU tests; the same probes again, warm; then the verdict.
+# allocator; the five tuning labs (each lab's baseline and known-good reference,
+# interleaved in one job); the GPU tests; the same probes again, warm; then the verdict.
 # summary.txt, verdict.json and logs.tar.gz are rewritten after every step, so a run cut
 # short still says how far it got.
 #
@@ -177,6 +178,13 @@ allocator() { # the playground's allocator model against PyTorch's, sequence by 
   "$PYTHON" "$HERE/ref_allocator.py" "$HERE/allocator_sequences.json" --out "$WORK/logs/allocator-torch.json" \
     --compare "$WORK/logs/allocator-model.json"
 }
+labs() { # each tuning lab's slow baseline and known-good reference, interleaved, graded
+  local lab
+  for lab in feed-the-gpu stop-waiting fit-the-budget mixed-precision slow-loop-doctor; do
+    "$GPULAB" bench lab --lab "$lab" --json >"$WORK/logs/lab-$lab.json" || return 1
+    echo "lab $lab: logs/lab-$lab.json"
+  done
+}
 record_run() { # ours.json as a recorded reference run (a --cpu run: a fixture, never a GPU's)
   local dir="$WORK/recorded" fixture=()
   ((CPU_ONLY)) && fixture=(--fixture)
@@ -184,7 +192,7 @@ record_run() { # ours.json as a recorded reference run (a --cpu run: a fixture, 
   "$GPULAB" reference import "$OUT_DIR/ours.json" --content "$dir" "${fixture[@]}" || return 1
   mv "$dir"/reference-runs/recorded-*.json "$OUT_DIR/recorded-run.json"
 }
-export -f probes require_backend injected_fallback gpu_tests packed_binary quick_bench bench allocator record_run
+export -f probes require_backend injected_fallback gpu_tests packed_binary quick_bench bench allocator labs record_run
 
 echo "gpu-run.sh: $(uname -n), out: $OUT_DIR, mode: $MODE$( ((QUICK)) && echo ', --quick'), budget ${BUDGET}s"
 "$GPULAB" --version
@@ -207,6 +215,7 @@ else
   skip recorded-run "our bench run failed, so there is nothing to record"
 fi
 step allocator 90 bash -c allocator
+step labs 90 bash -c labs
 step packed-binary 60 bash -c packed_binary
 step gpu-tests 240 bash -c gpu_tests
 step warm-probes 90 bash -c 'probes warm'

@@ -145,6 +145,59 @@ class Calibration(unittest.TestCase):
         self.assertEqual(verdict.probe_figures(logs, "cold"), {"timing_kernel_ms": 50.0, "streams_compute_over_copy": 2.0})
 
 
+
+def lab_run(name, base_sps, ref_sps, nominal, base_peak=100, ref_peak=50, base_loss=0.5, ref_loss=0.5):
+    """A `gpulab bench lab --json` document: baseline and reference samples/s with ±5% quartiles."""
+    def measured(sps, peak, loss):
+        return {"samples_per_sec": {"median": sps, "q1": sps * 0.95, "q3": sps * 1.05},
+                "memory": {"peak_reserved": peak}, "final_loss": loss}
+    return {"result": {"lab": name, "backend": "cuda", "nominal_speedup": nominal,
+                       "baseline": measured(base_sps, base_peak, base_loss),
+                       "reference": measured(ref_sps, ref_peak, ref_loss)}}
+
+
+class Labs(unittest.TestCase):
+    def logs(self, *runs):
+        logs = pathlib.Path(tempfile.mkdtemp())
+        for run in runs:
+            (logs / f"lab-{run['result']['lab']}.json").write_text(json.dumps(run))
+        return logs
+
+    def test_a_reference_short_of_its_lab_target_is_reported_not_failed(self):
+        labs = verdict.lab_figures(self.logs(
+            lab_run("feed-the-gpu", 10_000, 50_000, 3.0),
+            lab_run("slow-loop-doctor", 10_000, 30_000, 4.0),
+            lab_run("fit-the-budget", 10_000, 9_000, None, base_peak=100, ref_peak=70),
+            lab_run("mixed-precision", 10_000, 20_000, 1.5, base_loss=0.50, ref_loss=0.505),
+        ))
+        self.assertEqual([lab["lab"] for lab in labs], ["feed-the-gpu", "fit-the-budget", "mixed-precision", "slow-loop-doctor"])
+        self.assertAlmostEqual(labs[0]["reference_gain"], 5.0)
+        self.assertAlmostEqual(labs[0]["reference_gain_pessimistic"], 50_000 * 0.95 / (10_000 * 1.05))
+        status = {g["name"]: g["status"] for g in verdict.lab_gates(labs)}
+        self.assertEqual(status["lab feed-the-gpu: reference speed-up"], "pass")
+        # 3× median, but 2.7× on the quartiles: short of the doctor's 4×.
+        self.assertEqual(status["lab slow-loop-doctor: reference speed-up"], "warn")
+        self.assertEqual(status["lab fit-the-budget: reference memory"], "warn")
+        self.assertEqual(status["lab mixed-precision: reference loss"], "pass")
+        self.assertEqual(status["lab mixed-precision: reference speed-up"], "pass")
+        self.assertNotIn("fail", status.values())
+
+    def test_labs_show_in_the_summary_and_gate_only_on_a_gpu(self):
+        work = pathlib.Path(tempfile.mkdtemp())
+        out = pathlib.Path(tempfile.mkdtemp())
+        logs = work / "logs"
+        logs.mkdir()
+        (logs / "lab-feed-the-gpu.json").write_text(json.dumps(lab_run("feed-the-gpu", 10_000, 20_000, 3.0)))
+        (work / "steps.tsv").write_text("".join(f"{s['name']}\tok\t1.0\t0\t\n" for s in steps("cpu")))
+        cpu = verdict.build(work, out, "cpu", 1, 0)
+        self.assertEqual(cpu["verdict"], "PASS")
+        self.assertFalse([g for g in cpu["gates"] if g["name"].startswith("lab ")])
+        self.assertIn("feed-the-gpu", verdict.summary_text(cpu))
+        self.assertIn("2.00×", verdict.summary_text(cpu))
+        gpu = verdict.build(work, out, "gpu", 1, 0)
+        self.assertEqual([g["status"] for g in gpu["gates"] if g["name"].startswith("lab ")], ["warn"])
+
+
 class Folder(unittest.TestCase):
     def finished(self, extra=()):
         folder = pathlib.Path(tempfile.mkdtemp())

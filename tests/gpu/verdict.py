@@ -20,6 +20,10 @@ The numeric gates (GPU runs only; ratio = ours ÷ PyTorch on the same device):
   launch chains of ≥ 100 kernels        graph replay wall time 0.5–2.0 × torch.cuda.CUDAGraph's;
                                         eager wall time at most 2 × torch eager's (ours has no
                                         Python in the loop); both reported: outside is a warning
+  tuning labs (reported)                each lab's known-good reference reaches the lab's
+                                        nominal speed-up over its baseline on the pessimistic
+                                        quartiles (Q1 ÷ Q3), fits the memory lab's budget, and
+                                        keeps the mixed-precision lab's loss within its 2%
   the loss-curve checks                 pass
   our doctor                            every layer ok ("7/7")
   calibration, cold against warm        each converged (±10% of its target), and the timing
@@ -45,9 +49,10 @@ MIB = 1 << 20
 # Steps a run needs, per mode; an optional one that is missing does not fail the run.
 REQUIRED = {
     "gpu": ["environment", "cold-probes", "doctor", "backend", "selftest", "injected-fallback",
-            "bench", "reference", "recorded-run", "allocator", "packed-binary", "gpu-tests", "warm-probes"],
+            "bench", "reference", "recorded-run", "allocator", "labs", "packed-binary", "gpu-tests",
+            "warm-probes"],
     "cpu": ["environment", "cold-probes", "doctor", "backend", "selftest", "bench", "reference",
-            "recorded-run", "allocator", "packed-binary", "gpu-tests", "warm-probes"],
+            "recorded-run", "allocator", "labs", "packed-binary", "gpu-tests", "warm-probes"],
 }
 # Steps that are allowed to be skipped in a mode (with the runner's reason).
 SKIPPABLE = {"gpu": set(), "cpu": {"injected-fallback"}}
@@ -175,6 +180,61 @@ def calibration(logs, mode):
     return {"cold": cold, "warm": warm}, gates
 
 
+LABS = ("feed-the-gpu", "stop-waiting", "fit-the-budget", "mixed-precision", "slow-loop-doctor")
+
+
+def lab_figures(logs):
+    """Each tuning lab's run (logs/lab-NAME.json, `gpulab bench lab --json`): the baseline's
+    and the known-good reference's samples/s medians, the reference's gain (median, and
+    the pessimistic Q1 ÷ Q3), its peak reserved memory against the baseline's, and the
+    final losses. Labs that did not run are left out."""
+    out = []
+    for name in LABS:
+        document = load_json(logs / f"lab-{name}.json")
+        result = document.get("result", document) if isinstance(document, dict) else None
+        if not isinstance(result, dict) or "baseline" not in result:
+            continue
+        base, ref = result["baseline"], result["reference"]
+        b, r = base.get("samples_per_sec") or {}, ref.get("samples_per_sec") or {}
+        pessimistic = r["q1"] / b["q3"] if b.get("q3") and r.get("q1") is not None else None
+        out.append({
+            "lab": name,
+            "backend": result.get("backend"),
+            "baseline_samples_per_s": b.get("median"),
+            "reference_samples_per_s": r.get("median"),
+            "reference_gain": r["median"] / b["median"] if b.get("median") and r.get("median") else None,
+            "reference_gain_pessimistic": pessimistic,
+            "nominal_speedup": result.get("nominal_speedup"),
+            "baseline_peak_reserved": (base.get("memory") or {}).get("peak_reserved"),
+            "reference_peak_reserved": (ref.get("memory") or {}).get("peak_reserved"),
+            "baseline_final_loss": base.get("final_loss"),
+            "reference_final_loss": ref.get("final_loss"),
+        })
+    return out
+
+
+def lab_gates(labs):
+    """Whether each lab's known-good reference meets the lab's own goals on this GPU
+    (reported: a lab whose reference misses them needs its targets or knobs revisited)."""
+    gates = []
+    for lab in labs:
+        name = lab["lab"]
+        if lab["nominal_speedup"]:
+            gates.append(gate(f"lab {name}: reference speed-up", lab["reference_gain_pessimistic"],
+                              lab["nominal_speedup"], float("inf"),
+                              "reference Q1 ÷ baseline Q3, samples/s, against the lab's nominal target", "warn"))
+        if name == "fit-the-budget":
+            base, ref = lab["baseline_peak_reserved"], lab["reference_peak_reserved"]
+            gates.append(gate(f"lab {name}: reference memory", ref / base if base and ref is not None else None,
+                              0.0, 0.6, "reference ÷ baseline peak reserved (allocator model)", "warn"))
+        if name == "mixed-precision":
+            base, ref = lab["baseline_final_loss"], lab["reference_final_loss"]
+            gap = abs(ref - base) / abs(base) if base and ref is not None else None
+            gates.append(gate(f"lab {name}: reference loss", gap, 0.0, 0.02,
+                              "BF16 final loss apart from FP32's, relative", "warn"))
+    return gates
+
+
 def decide(steps, gates, mode):
     """PASS, FAIL or INCOMPLETE, and the reasons. A step that failed, timed out or was
     skipped for a reason other than the budget fails the run; one skipped because the
@@ -215,6 +275,9 @@ def build(work, out, mode, quick, started):
         gates.insert(0, doctor_gate(load_json(out / "environment.json")))
     probes, calibration_gates = calibration(work / "logs", mode)
     gates += calibration_gates
+    labs = lab_figures(work / "logs")
+    if mode == "gpu":
+        gates += lab_gates(labs)
     word, reasons = decide(steps, gates, mode)
     ours = load_json(out / "ours.json") or {}
     device = ours.get("device", {})
@@ -231,6 +294,7 @@ def build(work, out, mode, quick, started):
         "steps": steps,
         "gates": gates,
         "calibration": probes,
+        "labs": labs,
         "table": [{k: r.get(k) for k in ("experiment", "case", "unit", "ours", "theirs", "ratio", "verdict")}
                   for r in comparison.get("rows", [])],
     }
@@ -245,6 +309,15 @@ def summary_text(v):
         lines += [f"  {g['status']:<5} {g['name']}: {g['value']} in [{g['low']}, {g['high']}]  {g['detail']}" for g in v["gates"]]
     if v["calibration"]["cold"] or v["calibration"]["warm"]:
         lines += ["", f"calibration: cold {v['calibration']['cold']}, warm {v['calibration']['warm']}"]
+    if v.get("labs"):
+        lines += ["", "tuning labs, baseline → known-good reference (samples/s medians):"]
+        for lab in v["labs"]:
+            gain = lab["reference_gain"]
+            lines.append(f"  {lab['lab']:<17} {lab['baseline_samples_per_s'] or 0:>12,.0f} → "
+                         f"{lab['reference_samples_per_s'] or 0:>12,.0f}  "
+                         + (f"{gain:.2f}×" if isinstance(gain, (int, float)) else "n/a")
+                         + (f" (nominal {lab['nominal_speedup']}×)" if lab["nominal_speedup"] else "")
+                         + f"  on {lab['backend']}")
     if v["table"]:
         lines += ["", "ours against PyTorch (ratio = ours ÷ torch):"]
         for r in v["table"]:

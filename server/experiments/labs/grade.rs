@@ -16,7 +16,7 @@
 //! what the reference reached. A reference that barely beats the baseline means the
 //! effect is not real on this backend, and the criterion is not graded here.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::spread::quantile;
 
@@ -28,7 +28,7 @@ pub const REAL_EFFECT: f64 = 1.2;
 pub const REFERENCE_SHARE: f64 = 0.75;
 
 /// How one criterion came out.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum Verdict {
     /// Held beyond the noise.

@@ -83,6 +83,10 @@ pub struct LabResult {
     pub knobs: Vec<KnobLink>,
     /// What the measurements say, in the lesson's terms.
     pub explanation: Vec<String>,
+    /// The lab's nominal speed target (candidate ÷ baseline samples/s), if it has one.
+    pub nominal_speedup: Option<f64>,
+    /// What the lab's known-good reference gained over the baseline in this run.
+    pub reference_gain: Option<Ratio>,
 }
 
 /// A knob and where it is taught.
@@ -155,8 +159,8 @@ pub fn assemble(
             )
         })
     };
+    let ref_gain = grade::gain(&b.samples, &r.samples);
     if let Some(nominal) = l.speedup {
-        let ref_gain = grade::gain(&b.samples, &r.samples);
         let target = grade::target(nominal, ref_gain);
         let detail = match target {
             grade::Target::At(t) => format!(
@@ -262,6 +266,21 @@ pub fn assemble(
             explanation.push("Without a sync before the clock is read, the timer measures how fast the steps were queued, not how long they ran (lesson 5).".into());
         }
     }
+    if changed(&l.baseline, candidate).is_empty() {
+        // The slow loop itself: on a backend where a lab's speed is not graded, its
+        // other criteria can hold for the baseline too, and running it is no solution.
+        criteria.insert(
+            0,
+            Criterion {
+                name: "at least one knob turned away from the slow loop".into(),
+                verdict: Verdict::Fail,
+                detail: "these are the baseline's own settings: change a knob, then run again"
+                    .into(),
+                ratio: None,
+                target: None,
+            },
+        );
+    }
     let inert: Vec<Inert> = if on_gpu {
         Vec::new()
     } else {
@@ -303,6 +322,8 @@ pub fn assemble(
         inert,
         knobs: knob_links(l, on_gpu),
         explanation,
+        nominal_speedup: l.speedup,
+        reference_gain: ref_gain,
         baseline: b,
         candidate: c,
         reference: r,
@@ -389,4 +410,37 @@ pub fn describe(l: &Lab) -> String {
         goals.join("; "),
         super::ROUNDS
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::experiments::labs::{LabId, lab};
+
+    /// Seven rounds of a recorded-looking run at `sps` samples/s (±2%).
+    fn runs(sps: f64, timer_ratio: f64) -> Vec<RunSample> {
+        (0..7)
+            .map(|i| RunSample {
+                samples_per_sec: sps * (0.98 + 0.04 * f64::from(i) / 6.0),
+                timer_ratio,
+                first_loss: 1.1,
+                final_loss: 0.3,
+                profile: TimeProfile::default(),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn the_baseline_itself_never_passes() {
+        // Stop waiting on a CPU: the reference is no faster (speed not graded) and
+        // every loss read syncs, so the baseline's timer is true; it must still fail.
+        let l = lab(LabId::StopWaiting);
+        let same: [Vec<RunSample>; 3] = std::array::from_fn(|_| runs(70_000.0, 1.0));
+        let r = assemble(&l, &l.baseline, &l.cpu_reference(), &same, false);
+        assert_eq!(r.verdict, Verdict::Fail, "{:?}", r.criteria);
+        assert!(r.score_percent < 100.0);
+        let fixed = assemble(&l, &l.reference, &l.cpu_reference(), &same, false);
+        assert_eq!(fixed.verdict, Verdict::Pass, "{:?}", fixed.criteria);
+        assert_eq!(fixed.score_percent, 100.0);
+    }
 }

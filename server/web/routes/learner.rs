@@ -1,7 +1,8 @@
 //! The learner's pages beyond lessons and quizzes: the about page (with the address it
 //! was served from and this server's device card), search across the course, the
-//! completion page after the final exam, and each lesson's code as a Python script and
-//! a Jupyter notebook (pre-rendered at start-up like the lessons).
+//! tuning labs with the learner's latest graded results, the completion page after the
+//! final exam, and each lesson's code as a Python script and a Jupyter notebook
+//! (pre-rendered at start-up like the lessons).
 
 use askama::Template;
 use axum::extract::{Extension, Path, Query, State};
@@ -11,10 +12,11 @@ use sha2::{Digest, Sha256};
 
 use crate::course::search::MAX_QUERY_CHARS;
 use crate::course::{FINAL_EXAM_ID, notebook};
-use crate::db::progress;
+use crate::db::{lab_attempts, progress};
 use crate::web::encoded::CacheHeaders;
 use crate::web::error::AppError;
 use crate::web::identity::StudentId;
+use crate::web::lab_pages::{LabsPage, passed_count, rows};
 use crate::web::learner_flow::long_date;
 use crate::web::learner_pages::{
     AboutPage, CompletionPage, CompletionRecord, SearchPage, card_rows,
@@ -118,15 +120,41 @@ pub async fn search(
     Ok(Html(page.render()?))
 }
 
+/// `GET /labs`: every tuning lab with this learner's best and latest graded result.
+pub async fn labs(
+    State(state): State<AppState>,
+    Extension(student): Extension<StudentId>,
+) -> Result<Html<String>, AppError> {
+    let records = state
+        .db
+        .run(move |tx| lab_attempts::records(tx, &student.0))
+        .await?;
+    let labs = rows(&state.course, &records);
+    let page = LabsPage {
+        layout: &state.layout,
+        passed: labs
+            .iter()
+            .filter(|l| l.record.as_ref().is_some_and(|r| r.passed))
+            .count(),
+        labs,
+    };
+    Ok(Html(page.render()?))
+}
+
 /// `GET /final-exam/complete`: the learner's completion record once the final exam is
 /// passed, or what is left to do.
 pub async fn completion(
     State(state): State<AppState>,
     Extension(student): Extension<StudentId>,
 ) -> Result<Html<String>, AppError> {
-    let data = state
+    let (data, labs_passed) = state
         .db
-        .run(move |tx| progress::export(tx, &student.0))
+        .run(move |tx| {
+            Ok((
+                progress::export(tx, &student.0)?,
+                lab_attempts::passed(tx, &student.0)?,
+            ))
+        })
         .await?;
     let exam = data
         .progress
@@ -159,6 +187,8 @@ pub async fn completion(
         name: data.display_name,
         record,
         lessons: &state.course.lessons,
+        labs_passed: passed_count(&labs_passed),
+        labs_total: crate::experiments::labs::ALL.len(),
         script: state.assets.url("js/completion.js"),
     };
     Ok(Html(page.render()?))

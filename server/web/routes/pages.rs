@@ -25,12 +25,13 @@ pub async fn home(
     Extension(student): Extension<StudentId>,
     Query(query): Query<HashMap<String, String>>,
 ) -> Result<Html<String>, AppError> {
-    let (data, resume_code) = state
+    let (data, resume_code, labs_passed) = state
         .db
         .run(move |tx| {
             Ok((
                 progress::export(tx, &student.0)?,
                 crate::db::student_identity::resume_code(tx, &student.0)?,
+                crate::db::lab_attempts::passed(tx, &student.0)?,
             ))
         })
         .await?;
@@ -53,6 +54,8 @@ pub async fn home(
             .iter()
             .filter(|p| p.passed && state.course.quiz(&p.quiz_id).is_some())
             .count(),
+        labs_passed: crate::web::lab_pages::passed_count(&labs_passed),
+        labs_total: crate::experiments::labs::ALL.len(),
         display_name,
         continue_at: continue_from(&state.course, &data.progress, &data.attempts),
         device: &state.device,

@@ -2,7 +2,8 @@
 // final exam, in light and dark, after the widgets mounted, with axe's default rules
 // and its experimental ones (label-content-name-mismatch among the rules checked).
 // Pages whose controls only appear after use are put in that state first: the
-// allocator playground gets a live tensor (its "del" buttons). Fails on any violation
+// allocator playground gets a live tensor (its "del" buttons), lesson 5's tuning lab a
+// graded result. Fails on any violation
 // of impact "serious" or "critical" and prints rule, impact, target selectors and help
 // for each. Injecting axe needs a script the site's CSP (script-src 'self') would
 // block, so this pass alone uses a browser context with bypassCSP: true.
@@ -67,7 +68,7 @@ export async function checkAccessibility(ctx) {
 /**
  * Brings out controls that only exist after use, so axe sees them: the launch experiment's
  * results with their trace view, a matmul sweep's results with its ceiling findings and
- * trace view, a live tensor in the
+ * trace view, a graded tuning lab, a live tensor in the
  * allocator playground (each gets a "del" button) and the segment it sits in. Each scheme's context is a new
  * student, so the playground starts empty every time.
  */
@@ -88,6 +89,13 @@ async function useControls(page) {
     await (await skip.count() ? skip : matmul.getByRole('button', { name: 'Run the sweep' })).click();
     await matmul.locator('svg.exp-trace-lanes').waitFor({ state: 'visible', timeout: 60_000 });
     await matmul.locator('.exp-ceilings .exp-finding').first().waitFor({ state: 'visible', timeout: 15_000 });
+  }
+  // A graded tuning lab (one lab is enough: every lab's result has the same parts).
+  const lab = page.locator('figure[data-experiment="tuning-lab"][data-params*="stop-waiting"]');
+  if (await lab.count()) {
+    await lab.locator('input[name="log_every"]').fill('50');
+    await lab.getByRole('button', { name: 'Run and grade' }).click();
+    await lab.locator('.exp-lab-verdict').waitFor({ state: 'visible', timeout: 60_000 });
   }
   const playground = page.locator('figure[data-experiment="allocator-playground"]');
   if ((await playground.count()) === 0) return;

@@ -7,7 +7,8 @@
 //                   numbers as printed, the way on to the final exam and the completion
 //                   page, the no-JavaScript error path, axe on the states they reach;
 //   flow-tools.mjs  downloads parsed by Python and validated by nbformat, the copy
-//                   button, and a 429 whose sentence the panel shows as sent.
+//                   button, and a 429 whose sentence the panel shows as sent;
+//   flow-labs.mjs   a graded tuning lab read again on the Labs page without JavaScript.
 // Screenshots of the new pages land in target/e2e-artifacts/screenshots/.
 
 import { mkdirSync } from 'node:fs';
@@ -17,6 +18,7 @@ import { watchPage } from './browser.mjs';
 import { checkFlowPages } from './flow-pages.mjs';
 import { checkFlowQuiz } from './flow-quiz.mjs';
 import { checkFlowTools } from './flow-tools.mjs';
+import { checkFlowLabs } from './flow-labs.mjs';
 import { CheckFailure, withTimeout } from './util.mjs';
 
 const AXE_PATH = createRequire(import.meta.url).resolve('axe-core/axe.min.js');
@@ -25,6 +27,7 @@ export async function checkFlow(ctx) {
   await checkFlowPages(ctx);
   await checkFlowQuiz(ctx);
   await checkFlowTools(ctx);
+  await checkFlowLabs(ctx);
 }
 
 /**

@@ -26,7 +26,7 @@ const LABELS = {
 };
 
 const TONE = { pass: 'good', fail: 'warn', inconclusive: 'warn', 'not-graded': 'plain' };
-const WORD = { pass: 'passed', fail: 'not yet', inconclusive: 'inconclusive: run again', 'not-graded': 'not graded on this backend' };
+const WORD = { pass: 'passed', fail: 'not yet', inconclusive: 'inconclusive, run again', 'not-graded': 'not graded on this backend' };
 
 function field(name, value, spec) {
   const label = LABELS[name] || name;
@@ -43,10 +43,14 @@ function render(results, r) {
   const p = r.baseline.profile;
   const fmt = (ms) => (Number.isFinite(ms) ? `${formatSig(ms)} ms` : 'not timed');
   showResults(results,
-    statList([
-      { label: `${r.title} on ${r.backend}`, value: WORD[r.verdict] || r.verdict, hint: `score ${formatSig(r.score_percent)}%` },
-    ]),
-    ...r.criteria.map((c) => finding(`${c.name}: ${WORD[c.verdict] || c.verdict}. ${c.detail}.`, TONE[c.verdict] || 'plain')),
+    el('div', { class: 'exp-lab-verdict' }, statList([
+      { label: `${r.title} on ${r.backend === 'cuda' ? 'the GPU' : 'the CPU'}`, value: WORD[r.verdict] || r.verdict, hint: `score ${formatSig(r.score_percent)}%` },
+    ])),
+    ...r.criteria.map((c) => {
+      const line = finding(`${c.name}: ${WORD[c.verdict] || c.verdict}. ${c.detail}.`, TONE[c.verdict] || 'plain');
+      line.classList.add('exp-lab-criterion');
+      return line;
+    }),
     ...(r.inert || []).map((i) => finding(`${i.knob}: no effect on this backend (${i.why}); not graded here.`, 'plain')),
     dataTable({
       caption: 'Where the baseline\'s step time went (median over its runs)',
@@ -64,7 +68,8 @@ function render(results, r) {
       ]),
     }),
     el('ul', { class: 'exp-lab-explanation' }, ...(r.explanation || []).map((t) => el('li', {}, t))),
-    el('p', {}, 'Where each knob is taught: ', ...(r.knobs || []).flatMap((k, i) => [i ? ', ' : '', el('a', { href: k.lesson }, LABELS[k.knob] || k.knob)]), '.'),
+    el('p', { class: 'exp-lab-knobs' }, 'Where each knob is taught: ', ...(r.knobs || []).flatMap((k, i) => [i ? ', ' : '', el('a', { href: k.lesson }, LABELS[k.knob] || k.knob)]), '.'),
+    el('p', {}, 'Your best result in each lab, readable without JavaScript: ', el('a', { href: '/labs' }, 'the Labs page'), '.'),
     provenanceDetails(r.provenance),
   );
 }
@@ -82,7 +87,8 @@ export async function mount(figure, params) {
     runLabel: 'Run and grade',
     resultsSize: 'list',
     onRun: async (values, { status, results }) => {
-      const body = { lab };
+      // The API takes every parameter; the lab reads only its own knobs from them.
+      const body = { ...spec.defaults, lab };
       for (const k of knobs) {
         const v = values[k];
         body[k] = typeof params[k] === 'boolean' ? v === true || v === 'true' : v;
