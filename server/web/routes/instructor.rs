@@ -134,8 +134,10 @@ pub async fn gradebook(
                 .as_ref()
                 .map(super::class_round::instructor_view)
         },
+        // Only experiments that ask the class a number can open a round.
         round_choices: crate::experiments::REGISTRY
             .iter()
+            .filter(|e| !e.quantities().is_empty())
             .map(|e| (e.name(), e.title()))
             .collect(),
         predictions: {
