@@ -22,6 +22,7 @@ use std::fmt::Write as _;
 
 use serde::{Deserialize, Serialize};
 
+use super::prediction::{On, Quantity, Scale};
 use super::selftest::{Check, checked};
 use super::training::model::Tickets;
 use super::training::{Optim, TrainPrecision};
@@ -168,6 +169,22 @@ impl Experiment for Labs {
     const SUMMARY: &'static str = "Run a tuning lab: baseline, your settings and the reference, interleaved, graded on medians";
     type Params = LabParams;
     type Output = LabResult;
+    const PREDICT: &'static [Quantity] = &[Quantity {
+        key: "lab.speedup",
+        unit: "×",
+        scale: Scale::Ratio,
+        on: On::Any,
+        when: None,
+    }];
+
+    /// Your settings' median samples per second over the slow loop's.
+    fn measure(key: &str, _: &LabParams, r: &LabResult) -> Option<f64> {
+        let (yours, slow) = (
+            r.candidate.samples_per_sec.median,
+            r.baseline.samples_per_sec.median,
+        );
+        (key == "lab.speedup" && slow > 0.0).then_some(yours / slow)
+    }
 
     fn rules(_: &Limits) -> Vec<Rule> {
         let range = |field, min: u64, max: usize| Rule::Range {

@@ -83,6 +83,7 @@ export async function mount(figure, params) {
   standardPanel(figure, device, {
     intro: `Tuning lab: ${lab.replace(/-/g, ' ')}. Turn the knobs, then run and grade: the server runs the slow baseline, your settings and a known-good setting in turn and grades the medians with their spread.`,
     fixed: { lab },
+    experiment: 'lab',
     fields: knobs.map((k) => field(k, params[k], spec)),
     runLabel: 'Run and grade',
     resultsSize: 'list',
