@@ -41,6 +41,18 @@ pub struct Summary {
 }
 
 impl Summary {
+    /// The summary of no samples: every figure NaN, unsettled.
+    pub const NONE: Summary = Summary {
+        median: f64::NAN,
+        min: f64::NAN,
+        max: f64::NAN,
+        samples: 0,
+        q1: f64::NAN,
+        q3: f64::NAN,
+        outliers: 0,
+        stable: false,
+    };
+
     /// For a summary of milliseconds per run: `amount` per second, as a summary (the
     /// fastest run gives the largest rate). Exact for the median with an odd count.
     pub fn per_second(self, amount: f64) -> Summary {
@@ -217,16 +229,7 @@ where
         work()?;
         samples.push(clock.stop()?);
     }
-    Ok(summarize(&samples).unwrap_or(Summary {
-        median: f64::NAN,
-        min: f64::NAN,
-        max: f64::NAN,
-        samples: 0,
-        q1: f64::NAN,
-        q3: f64::NAN,
-        outliers: 0,
-        stable: false,
-    }))
+    Ok(summarize(&samples).unwrap_or(Summary::NONE))
 }
 
 #[cfg(test)]

@@ -25,7 +25,7 @@ use serde::{Deserialize, Serialize};
 use super::prediction::{On, Quantity, Scale};
 use super::selftest::{Check, checked};
 use super::training::model::Tickets;
-use super::training::{Optim, TrainPrecision};
+use super::training::{self, Optim, TrainPrecision};
 use super::{Experiment, ExperimentError, ParamError, Rule};
 use crate::config::Limits;
 use crate::gpu::Gpu;
@@ -207,14 +207,8 @@ impl Experiment for Labs {
             range("batch", 1, MAX_BATCH),
             range("log_every", 1, MAX_LOG_EVERY),
             range("accumulation", 1, MAX_ACCUMULATION),
-            Rule::OneOf {
-                field: "precision",
-                choices: &["fp32", "bf16"],
-            },
-            Rule::OneOf {
-                field: "optimizer",
-                choices: &["sgd", "adam"],
-            },
+            training::precision_rule(),
+            training::optimizer_rule(),
         ]
     }
 

@@ -110,16 +110,7 @@ fn measured(knobs: &Knobs, runs: &[RunSample]) -> Measured {
     let last = runs.last();
     Measured {
         knobs: *knobs,
-        samples_per_sec: summarize(&samples).unwrap_or(Summary {
-            median: f64::NAN,
-            min: f64::NAN,
-            max: f64::NAN,
-            samples: 0,
-            q1: f64::NAN,
-            q3: f64::NAN,
-            outliers: 0,
-            stable: false,
-        }),
+        samples_per_sec: summarize(&samples).unwrap_or(Summary::NONE),
         samples,
         final_loss: last.map_or(f32::NAN, |r| r.final_loss),
         first_loss: last.map_or(f32::NAN, |r| r.first_loss),

@@ -233,14 +233,8 @@ impl Experiment for Training {
             range("hidden", limits.max_hidden, true),
             range("steps", limits.max_train_steps, true),
             range("log_every", limits.max_train_steps, true),
-            Rule::OneOf {
-                field: "precision",
-                choices: &["fp32", "bf16"],
-            },
-            Rule::OneOf {
-                field: "optimizer",
-                choices: &["sgd", "adam"],
-            },
+            precision_rule(),
+            optimizer_rule(),
         ]
     }
 
@@ -396,4 +390,20 @@ pub fn gpu_matches_cpu(gpu: &mut Gpu, name: String, params: &TrainParams, tolera
             ),
         )
     })
+}
+
+/// The `precision` parameter's rule (the training experiment's and the labs').
+pub(crate) fn precision_rule() -> Rule {
+    Rule::OneOf {
+        field: "precision",
+        choices: &["fp32", "bf16"],
+    }
+}
+
+/// The `optimizer` parameter's rule (the training experiment's and the labs').
+pub(crate) fn optimizer_rule() -> Rule {
+    Rule::OneOf {
+        field: "optimizer",
+        choices: &["sgd", "adam"],
+    }
 }
