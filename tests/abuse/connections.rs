@@ -33,21 +33,6 @@ async fn send_invented_methods(address: &str, first: usize, count: usize) {
     .unwrap();
 }
 
-/// The server's resident memory once two readings half a second apart differ by less
-/// than 256 KiB (at most 20 s of waiting).
-async fn settled_resident_bytes(server: &crate::support::BinaryServer) -> u64 {
-    let mut last = server.resident_bytes();
-    for _ in 0..40 {
-        tokio::time::sleep(Duration::from_millis(500)).await;
-        let now = server.resident_bytes();
-        if now.abs_diff(last) < 256 << 10 {
-            return now;
-        }
-        last = now;
-    }
-    last
-}
-
 #[tokio::test]
 async fn invented_methods_share_one_metrics_label_and_memory_stays_flat() {
     let server = Server::start(&[]);
@@ -60,7 +45,7 @@ async fn invented_methods_share_one_metrics_label_and_memory_stays_flat() {
         reqwest::get(format!("{base}/healthz")).await.unwrap();
     }
     send_invented_methods(&address, 0, 50).await;
-    let before = settled_resident_bytes(&server.server).await;
+    let before = super::settled_resident_bytes(&server.server).await;
     let requests = scale(300, 3000);
     send_invented_methods(&address, 50, requests).await;
     let metrics = reqwest::get(format!("{base}/metrics"))

@@ -105,3 +105,18 @@ pub async fn metric(base: &str, name_and_labels: &str) -> Option<f64> {
         .find(|l| l.starts_with(name_and_labels) && l[name_and_labels.len()..].starts_with(' '))
         .and_then(|l| l.rsplit(' ').next()?.parse().ok())
 }
+
+/// The server's resident memory once two readings half a second apart differ by less
+/// than 256 KiB (at most 20 s of waiting).
+pub async fn settled_resident_bytes(server: &crate::support::BinaryServer) -> u64 {
+    let mut last = server.resident_bytes();
+    for _ in 0..40 {
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        let now = server.resident_bytes();
+        if now.abs_diff(last) < 256 << 10 {
+            return now;
+        }
+        last = now;
+    }
+    last
+}
