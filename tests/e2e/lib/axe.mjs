@@ -94,7 +94,8 @@ async function useControls(page) {
   const lab = page.locator('figure[data-experiment="tuning-lab"][data-params*="stop-waiting"]');
   if (await lab.count()) {
     await lab.locator('input[name="log_every"]').fill('50');
-    await lab.getByRole('button', { name: 'Run and grade' }).click();
+    // A new student is asked to predict first; "Just run it" skips the prediction.
+    await lab.getByRole('button', { name: 'Just run it' }).click();
     await lab.locator('.exp-lab-verdict').waitFor({ state: 'visible', timeout: 60_000 });
   }
   const playground = page.locator('figure[data-experiment="allocator-playground"]');
