@@ -250,6 +250,15 @@ pub fn state(tx: &mut Tx, id: u64, owner: Option<&str>) -> Result<Option<JobStat
     }))
 }
 
+/// Jobs waiting now.
+pub fn depth(tx: &mut Tx) -> Result<usize, DbError> {
+    tx.query_row(
+        "SELECT COUNT(*) FROM jobs WHERE status = 'queued'",
+        params![],
+    )?
+    .get(0)
+}
+
 /// The database's clock now, in seconds since the epoch.
 pub fn clock(tx: &mut Tx) -> Result<f64, DbError> {
     tx.query_row(&format!("SELECT {}", now(tx.dialect())), params![])?

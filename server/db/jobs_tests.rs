@@ -87,6 +87,11 @@ fn caps_hold_for_the_whole_class_and_say_which() {
                 assert!(outcome.is_ok(), "{who}: {outcome:?}");
             }
         }
+        assert_eq!(
+            db.run_blocking(super::depth).unwrap(),
+            4,
+            "{engine}: the refused job is not waiting"
+        );
         let strict = Limits {
             queue_length: 100,
             pending_per_address: 2,

@@ -360,11 +360,7 @@ impl Engine {
 
     /// Jobs waiting now.
     pub async fn queue_depth(&self) -> usize {
-        self.db
-            .run(|tx| jobs::stats(tx, 0.0))
-            .await
-            .map(|s| s.depth)
-            .unwrap_or_default()
+        self.db.run(jobs::depth).await.unwrap_or_default()
     }
 
     /// Estimated wait for a new job, in seconds.
