@@ -369,7 +369,7 @@ pub fn describe(l: &Lab) -> String {
         .collect();
     let mut goals = Vec::new();
     if let Some(s) = l.speedup {
-        goals.push(format!("at least {s}× the baseline's samples per second (or, where this server's hardware cannot reach that, three quarters of what the lab's reference reaches on it)"));
+        goals.push(format!("at least {s}× the baseline's samples per second (or, where the lab's reference setting gains less on this server, three quarters of the way from the baseline's speed to the reference's)"));
     }
     if let Some(m) = l.memory_share {
         goals.push(format!(
