@@ -100,7 +100,7 @@ seed_args=()
   --checks "$CHECKS" \
   --header "Cookie: gpulab_student=$student" \
   --max-examples "$EXAMPLES" \
-  --workers 2 \
+  --workers 1 \
   --request-timeout 30 \
   --generation-database none \
   --continue-on-failure \
