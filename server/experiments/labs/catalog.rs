@@ -92,7 +92,7 @@ impl Knob {
 }
 
 /// One setting of every knob: a baseline, a reference or a learner's candidate.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct Knobs {
     /// Tickets per optimiser step.
     pub batch: usize,

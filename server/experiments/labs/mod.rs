@@ -8,17 +8,23 @@
 //!
 //! [`cpu`] is the loop on the CPU backend, [`gpu`] the same loop on the GPU;
 //! [`memory`] replays a setting through the allocator model for the memory budget.
-//! [`result`] assembles the graded result and its explanation.
+//! [`criteria`] grades each of a lab's goals, [`result`] assembles the graded result
+//! and its explanation; [`recorded_tests`] re-grades runs recorded on real machines.
 
 pub mod catalog;
 pub mod cpu;
+pub mod criteria;
 pub mod gpu;
 pub mod grade;
 pub mod memory;
 pub mod result;
 pub mod sample;
 
+#[cfg(test)]
+mod recorded_tests;
+
 use std::fmt::Write as _;
+use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
@@ -36,6 +42,10 @@ pub use result::LabResult;
 
 /// Measured rounds of each setting (after one warm-up each): enough for quartiles.
 pub const ROUNDS: usize = 7;
+/// Shortest sample: a run shorter than this is repeated back to back to make one.
+pub const MIN_SAMPLE: Duration = Duration::from_millis(40);
+/// Most back-to-back runs in one sample.
+pub const MAX_REPEATS: usize = 32;
 /// Largest batch a candidate may ask for.
 pub const MAX_BATCH: usize = 1024;
 /// Most micro-batches per optimiser step.
@@ -137,7 +147,11 @@ impl LabParams {
     }
 }
 
-/// Runs `l`'s baseline, `candidate` and reference interleaved with `run_one`.
+/// Runs `l`'s baseline, `candidate` and reference interleaved with `run_one`. Each
+/// round's sample of a setting spans at least [`MIN_SAMPLE`]: a setting whose run is
+/// shorter is run back to back often enough (sized from its warm-up run) and the
+/// repeats make one sample, so a scheduler's time slice on a busy box is a small part
+/// of every sample instead of the whole of some.
 fn measure(
     l: &Lab,
     candidate: &Knobs,
@@ -145,16 +159,29 @@ fn measure(
     mut run_one: impl FnMut(&Knobs) -> Result<sample::RunSample, ExperimentError>,
 ) -> Result<[Vec<sample::RunSample>; 3], ExperimentError> {
     let settings = [l.baseline, *candidate, *reference];
-    for s in &settings {
-        run_one(s)?; // warm-up: first-touch page faults, caches, clocks
+    let mut repeats = [1usize; 3];
+    for (s, n) in settings.iter().zip(&mut repeats) {
+        // Warm-up: first-touch page faults, caches, clocks; its length sizes the repeats.
+        let started = Instant::now();
+        run_one(s)?;
+        *n = repeats_for(started.elapsed());
     }
     let mut out: [Vec<sample::RunSample>; 3] = Default::default();
     for _ in 0..ROUNDS {
         for (i, s) in settings.iter().enumerate() {
-            out[i].push(run_one(s)?);
+            let runs = (0..repeats[i])
+                .map(|_| run_one(s))
+                .collect::<Result<Vec<_>, _>>()?;
+            out[i].push(sample::RunSample::combine(&runs));
         }
     }
     Ok(out)
+}
+
+/// Back-to-back runs that make one sample of a setting whose run took `one`.
+fn repeats_for(one: Duration) -> usize {
+    let needed = MIN_SAMPLE.as_secs_f64() / one.as_secs_f64().max(1e-6);
+    (needed.ceil() as usize).clamp(1, MAX_REPEATS)
 }
 
 /// The experiment.
@@ -226,9 +253,10 @@ impl Experiment for Labs {
     fn method(p: &LabParams) -> String {
         let l = lab(p.lab);
         format!(
-            "{}: baseline, your settings and the lab's reference, each {} training steps of Linear(32, {h}) → ReLU → Linear({h}, 3) per run, one warm-up run of each then {ROUNDS} rounds interleaved (A B R …); samples/s = tickets ÷ wall time from the first enqueue to the last step's end; graded on quartiles (your Q1 against the baseline's Q3 must reach the target; below it even on your Q3 against its Q1 is a miss; between is inconclusive); speed targets are the lab's nominal factor or, where this backend's reference reaches less, three quarters of the way to the reference's gain",
+            "{}: baseline, your settings and the lab's reference, each {} training steps of Linear(32, {h}) → ReLU → Linear({h}, 3) per run, one warm-up run of each then {ROUNDS} rounds interleaved (A B R …), a run shorter than {} ms repeated back to back to make one sample of at least that; samples/s = tickets ÷ wall time from the first enqueue to the last step's end; graded on each round's ratio of your sample to the baseline's (the ratios' first quartile must reach the target; their third quartile below it is a miss; between is inconclusive); speed targets are the lab's nominal factor or, where this backend's reference reaches less, three quarters of the way to the reference's gain",
             l.title,
             l.steps,
+            MIN_SAMPLE.as_millis(),
             h = l.baseline.hidden,
         )
     }
@@ -324,5 +352,34 @@ mod tests {
             ..LabParams::baseline_of(LabId::FitTheBudget)
         };
         assert!(Labs::check(&bad, &Limits::default()).is_err());
+    }
+
+    #[test]
+    fn short_runs_are_repeated_to_make_a_sample_of_at_least_min_sample() {
+        assert_eq!(repeats_for(MIN_SAMPLE * 2), 1);
+        assert_eq!(repeats_for(MIN_SAMPLE), 1);
+        assert_eq!(repeats_for(MIN_SAMPLE / 4), 4);
+        assert_eq!(repeats_for(MIN_SAMPLE / 3 + Duration::from_micros(1)), 3);
+        assert_eq!(repeats_for(Duration::ZERO), MAX_REPEATS);
+        let mut lengths = Vec::new();
+        let l = lab(LabId::StopWaiting);
+        let one = sample::RunSample {
+            samples_per_sec: 1000.0,
+            timer_ratio: 1.0,
+            first_loss: 1.0,
+            final_loss: 0.5,
+            profile: sample::TimeProfile::default(),
+        };
+        let runs = measure(&l, &l.reference, &l.reference, |k| {
+            lengths.push(k.log_every);
+            // A run of 10 ms: four of them make a sample.
+            std::thread::sleep(Duration::from_millis(10));
+            Ok(one)
+        })
+        .unwrap();
+        assert!(runs.iter().all(|r| r.len() == ROUNDS));
+        // Three warm-ups, then each sample of up to 4 runs (a slow sleep may need fewer).
+        assert!(lengths.len() > 3 + 3 * ROUNDS, "{}", lengths.len());
+        assert!(lengths.len() <= 3 + 3 * ROUNDS * 4, "{}", lengths.len());
     }
 }

@@ -20,6 +20,39 @@ pub struct RunSample {
     pub profile: TimeProfile,
 }
 
+impl RunSample {
+    /// Back-to-back runs of one setting as one sample: tickets over the total time (the
+    /// harmonic mean of the runs' rates, as every run trains the same tickets), the
+    /// timer's and the profile's means, and the losses of the last run (every run of a
+    /// setting starts from the same weights, so they are the same in each).
+    pub fn combine(runs: &[RunSample]) -> RunSample {
+        let Some(&last) = runs.last() else {
+            return RunSample {
+                samples_per_sec: f64::NAN,
+                timer_ratio: f64::NAN,
+                first_loss: f32::NAN,
+                final_loss: f32::NAN,
+                profile: TimeProfile::default(),
+            };
+        };
+        let n = runs.len() as f64;
+        let mean = |f: fn(&RunSample) -> f64| runs.iter().map(f).sum::<f64>() / n;
+        let seconds_per_sample = mean(|r| 1.0 / r.samples_per_sec);
+        RunSample {
+            samples_per_sec: 1.0 / seconds_per_sample,
+            timer_ratio: mean(|r| r.timer_ratio),
+            profile: TimeProfile {
+                step_ms: mean(|r| r.profile.step_ms),
+                copy_ms: mean(|r| r.profile.copy_ms),
+                sync_wait_ms: mean(|r| r.profile.sync_wait_ms),
+                compute_ms: mean(|r| r.profile.compute_ms),
+                optimizer_ms: mean(|r| r.profile.optimizer_ms),
+            },
+            ..last
+        }
+    }
+}
+
 /// Where one step's time goes.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, utoipa::ToSchema)]
 pub struct TimeProfile {
@@ -33,4 +66,30 @@ pub struct TimeProfile {
     pub compute_ms: f64,
     /// Device time per step in the optimiser update.
     pub optimizer_ms: f64,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn repeats_combine_as_total_tickets_over_total_time() {
+        let run = |sps, ratio, step_ms| RunSample {
+            samples_per_sec: sps,
+            timer_ratio: ratio,
+            first_loss: 1.0,
+            final_loss: 0.25,
+            profile: TimeProfile {
+                step_ms,
+                ..TimeProfile::default()
+            },
+        };
+        // The same tickets at 100/s (1 s) and 300/s (1/3 s): 2 × tickets in 4/3 s.
+        let one = RunSample::combine(&[run(100.0, 0.5, 2.0), run(300.0, 1.5, 4.0)]);
+        assert!((one.samples_per_sec - 150.0).abs() < 1e-9, "{one:?}");
+        assert!((one.timer_ratio - 1.0).abs() < 1e-12);
+        assert!((one.profile.step_ms - 3.0).abs() < 1e-12);
+        assert_eq!((one.first_loss, one.final_loss), (1.0, 0.25));
+        assert!(RunSample::combine(&[]).samples_per_sec.is_nan());
+    }
 }
