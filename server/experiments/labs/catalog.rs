@@ -27,6 +27,19 @@ pub enum LabId {
     SlowLoopDoctor,
 }
 
+impl LabId {
+    /// The API's name: `feed-the-gpu` ….
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::FeedTheGpu => "feed-the-gpu",
+            Self::StopWaiting => "stop-waiting",
+            Self::FitTheBudget => "fit-the-budget",
+            Self::MixedPrecision => "mixed-precision",
+            Self::SlowLoopDoctor => "slow-loop-doctor",
+        }
+    }
+}
+
 /// Every lab, in course order.
 pub const ALL: [LabId; 5] = [
     LabId::FeedTheGpu,
@@ -76,6 +89,45 @@ impl Knob {
             Self::Optimizer => "optimizer",
             Self::Accumulation => "accumulation",
             Self::Recompute => "recompute",
+        }
+    }
+
+    /// The knob in words, as a setting's description names it.
+    pub fn label(self) -> &'static str {
+        match self {
+            Self::Batch => "batch size",
+            Self::DataOnDevice => "data set kept on the device",
+            Self::Pinned => "pinned host memory",
+            Self::NonBlocking => "non-blocking copies with prefetch",
+            Self::LogEvery => "loss read every",
+            Self::TimerSync => "timer synchronised first",
+            Self::Precision => "precision",
+            Self::Optimizer => "optimizer",
+            Self::Accumulation => "micro-batches per step",
+            Self::Recompute => "layer 1 recomputed",
+        }
+    }
+
+    /// This knob's value in `k`, in words (`None` for a switch that is off).
+    pub fn value_in(self, k: &Knobs) -> Option<String> {
+        let on = |b: bool| b.then(String::new);
+        match self {
+            Self::Batch => Some(k.batch.to_string()),
+            Self::DataOnDevice => on(k.data_on_device),
+            Self::Pinned => on(k.pinned),
+            Self::NonBlocking => on(k.non_blocking),
+            Self::LogEvery => Some(format!("{} steps", k.log_every)),
+            Self::TimerSync => on(k.timer_sync),
+            Self::Precision => Some(k.precision.name().to_uppercase()),
+            Self::Optimizer => Some(
+                match k.optimizer {
+                    Optim::Sgd => "SGD",
+                    Optim::Adam => "Adam",
+                }
+                .to_string(),
+            ),
+            Self::Accumulation => Some(k.accumulation.to_string()),
+            Self::Recompute => on(k.recompute),
         }
     }
 
@@ -294,6 +346,22 @@ pub fn lab(id: LabId) -> Lab {
 }
 
 impl Lab {
+    /// The lab's knobs as set in `k`, in words: "batch size 256, data set kept on the
+    /// device, pinned host memory" (switches that are off are left out).
+    pub fn setting_text(&self, k: &Knobs) -> String {
+        let parts: Vec<String> = self
+            .knobs
+            .iter()
+            .filter_map(|(knob, _)| {
+                knob.value_in(k).map(|v| match v.as_str() {
+                    "" => knob.label().to_string(),
+                    _ => format!("{} {v}", knob.label()),
+                })
+            })
+            .collect();
+        parts.join(", ")
+    }
+
     /// Whether the learner may turn `knob` in this lab.
     pub fn has(&self, knob: Knob) -> bool {
         self.knobs.iter().any(|(k, _)| *k == knob)
@@ -314,6 +382,13 @@ impl Lab {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_labs_api_name_is_its_serde_name() {
+        for id in ALL {
+            assert_eq!(serde_json::to_value(id).unwrap(), id.name());
+        }
+    }
 
     #[test]
     fn every_lab_differs_from_its_baseline_only_in_its_own_knobs() {

@@ -92,7 +92,25 @@ impl Default for LabParams {
 impl LabParams {
     /// The parameters that ask for `id`'s baseline itself.
     pub fn baseline_of(id: LabId) -> Self {
-        let k = lab(id).baseline;
+        Self::of(id, &lab(id).baseline)
+    }
+
+    /// The parameters that ask for `id`'s known-good settings on this backend (what a
+    /// class round runs for the whole class).
+    pub fn reference_of(id: LabId, on_gpu: bool) -> Self {
+        let l = lab(id);
+        Self::of(
+            id,
+            &if on_gpu {
+                l.reference
+            } else {
+                l.cpu_reference()
+            },
+        )
+    }
+
+    /// The parameters that ask for lab `id` with the knobs of `k`.
+    pub fn of(id: LabId, k: &Knobs) -> Self {
         Self {
             lab: id,
             batch: k.batch,
@@ -106,6 +124,16 @@ impl LabParams {
             accumulation: k.accumulation,
             recompute: k.recompute,
         }
+    }
+
+    /// A class round's caption for a round that runs these parameters.
+    pub fn round_title(&self) -> String {
+        let l = lab(self.lab);
+        format!(
+            "Tuning lab “{}” with {}, against its slow loop",
+            l.title,
+            l.setting_text(&self.candidate())
+        )
     }
 
     /// The candidate: the lab's baseline with the lab's own knobs taken from here.
@@ -352,6 +380,23 @@ mod tests {
             ..LabParams::baseline_of(LabId::FitTheBudget)
         };
         assert!(Labs::check(&bad, &Limits::default()).is_err());
+    }
+
+    #[test]
+    fn a_round_runs_the_known_good_settings_and_names_them() {
+        let on_cpu = LabParams::reference_of(LabId::SlowLoopDoctor, false);
+        assert_eq!(
+            on_cpu.candidate(),
+            lab(LabId::SlowLoopDoctor).cpu_reference()
+        );
+        let on_gpu = LabParams::reference_of(LabId::SlowLoopDoctor, true);
+        assert_eq!(on_gpu.candidate(), lab(LabId::SlowLoopDoctor).reference);
+        assert_eq!(
+            on_gpu.round_title(),
+            "Tuning lab “Slow loop doctor” with loss read every 50 steps, batch size 256, \
+             data set kept on the device, pinned host memory, precision BF16, against its slow loop"
+        );
+        assert!(on_cpu.round_title().contains("precision FP32"));
     }
 
     #[test]
