@@ -6,7 +6,7 @@ use serde::Serialize;
 
 use super::catalog::{Knob, Knobs, Lab};
 use super::grade::{self, Ratio, Verdict};
-use super::result::Measured;
+use super::sample::Measured;
 
 /// One graded criterion.
 #[derive(Debug, Clone, Serialize, utoipa::ToSchema)]

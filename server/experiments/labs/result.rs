@@ -8,31 +8,8 @@ use super::catalog::{Knobs, Lab};
 pub use super::criteria::Criterion;
 use super::criteria::{self, changed};
 use super::grade::{Ratio, Verdict};
-use super::memory::{self, MemoryProfile};
-use super::sample::{RunSample, TimeProfile};
+use super::sample::{Measured, RunSample, measured};
 use crate::format::thousands;
-use crate::measure::{Summary, summarize};
-
-/// One setting's measurements over the rounds.
-#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
-pub struct Measured {
-    /// The setting.
-    pub knobs: Knobs,
-    /// Samples per second, one per round.
-    pub samples: Vec<f64>,
-    /// Their median and spread.
-    pub samples_per_sec: Summary,
-    /// The loss at the last step (the same in every round: the run is deterministic).
-    pub final_loss: f32,
-    /// The loss at the first step.
-    pub first_loss: f32,
-    /// The loop's timer over the true time per step, one per round.
-    pub timer_ratio: Vec<f64>,
-    /// Where the time of a step went, in milliseconds (medians over the rounds).
-    pub profile: TimeProfile,
-    /// The allocator model's figures for this setting.
-    pub memory: MemoryProfile,
-}
 
 /// A knob set away from the baseline that does nothing on this backend.
 #[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
@@ -85,32 +62,6 @@ pub struct KnobLink {
     pub lesson: &'static str,
     /// Why it does nothing on this backend, if it does nothing.
     pub inert_here: Option<&'static str>,
-}
-
-fn median(v: impl Iterator<Item = f64>) -> f64 {
-    let v: Vec<f64> = v.collect();
-    summarize(&v).map_or(f64::NAN, |s| s.median)
-}
-
-fn measured(knobs: &Knobs, runs: &[RunSample]) -> Measured {
-    let samples: Vec<f64> = runs.iter().map(|r| r.samples_per_sec).collect();
-    let last = runs.last();
-    Measured {
-        knobs: *knobs,
-        samples_per_sec: summarize(&samples).unwrap_or(Summary::NONE),
-        samples,
-        final_loss: last.map_or(f32::NAN, |r| r.final_loss),
-        first_loss: last.map_or(f32::NAN, |r| r.first_loss),
-        timer_ratio: runs.iter().map(|r| r.timer_ratio).collect(),
-        profile: TimeProfile {
-            step_ms: median(runs.iter().map(|r| r.profile.step_ms)),
-            copy_ms: median(runs.iter().map(|r| r.profile.copy_ms)),
-            sync_wait_ms: median(runs.iter().map(|r| r.profile.sync_wait_ms)),
-            compute_ms: median(runs.iter().map(|r| r.profile.compute_ms)),
-            optimizer_ms: median(runs.iter().map(|r| r.profile.optimizer_ms)),
-        },
-        memory: memory::profile(knobs),
-    }
 }
 
 /// Grades the rounds `runs` (baseline, candidate, reference) of lab `l`.
@@ -238,6 +189,7 @@ pub fn describe(l: &Lab) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::experiments::labs::sample::TimeProfile;
     use crate::experiments::labs::{LabId, lab};
 
     /// Seven rounds of a recorded-looking run at `sps` samples/s (±2%).

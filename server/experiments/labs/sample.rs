@@ -1,8 +1,13 @@
 //! What one run of a lab setting measured, on either backend: its speed, its own
 //! timer's reading against the true time, its losses, and where a step's time went.
-//! The CPU and GPU loops fill it; grading and the result read it.
+//! The CPU and GPU loops fill it; [`Measured`] summarises a setting's rounds for
+//! grading and the result.
 
 use serde::Serialize;
+
+use super::catalog::Knobs;
+use super::memory::{self, MemoryProfile};
+use crate::measure::{Summary, summarize};
 
 /// What one run measured.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -50,6 +55,54 @@ impl RunSample {
             },
             ..last
         }
+    }
+}
+
+/// One setting's measurements over the rounds.
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+pub struct Measured {
+    /// The setting.
+    pub knobs: Knobs,
+    /// Samples per second, one per round.
+    pub samples: Vec<f64>,
+    /// Their median and spread.
+    pub samples_per_sec: Summary,
+    /// The loss at the last step (the same in every round: the run is deterministic).
+    pub final_loss: f32,
+    /// The loss at the first step.
+    pub first_loss: f32,
+    /// The loop's timer over the true time per step, one per round.
+    pub timer_ratio: Vec<f64>,
+    /// Where the time of a step went, in milliseconds (medians over the rounds).
+    pub profile: TimeProfile,
+    /// The allocator model's figures for this setting.
+    pub memory: MemoryProfile,
+}
+
+fn median(v: impl Iterator<Item = f64>) -> f64 {
+    let v: Vec<f64> = v.collect();
+    summarize(&v).map_or(f64::NAN, |s| s.median)
+}
+
+/// One setting's rounds, summarised.
+pub fn measured(knobs: &Knobs, runs: &[RunSample]) -> Measured {
+    let samples: Vec<f64> = runs.iter().map(|r| r.samples_per_sec).collect();
+    let last = runs.last();
+    Measured {
+        knobs: *knobs,
+        samples_per_sec: summarize(&samples).unwrap_or(Summary::NONE),
+        samples,
+        final_loss: last.map_or(f32::NAN, |r| r.final_loss),
+        first_loss: last.map_or(f32::NAN, |r| r.first_loss),
+        timer_ratio: runs.iter().map(|r| r.timer_ratio).collect(),
+        profile: TimeProfile {
+            step_ms: median(runs.iter().map(|r| r.profile.step_ms)),
+            copy_ms: median(runs.iter().map(|r| r.profile.copy_ms)),
+            sync_wait_ms: median(runs.iter().map(|r| r.profile.sync_wait_ms)),
+            compute_ms: median(runs.iter().map(|r| r.profile.compute_ms)),
+            optimizer_ms: median(runs.iter().map(|r| r.profile.optimizer_ms)),
+        },
+        memory: memory::profile(knobs),
     }
 }
 
