@@ -201,8 +201,29 @@ test('the precision trace: each format\'s timed products, as the medians report 
   for (const row of r.rows) pointMatches(lane.entries, `GEMM ${row.precision.toUpperCase()} ${r.size}×${r.size}`, row.ms);
 });
 
+test('the lab trace: a track per setting, each run its wall time and its steps inside it', async () => {
+  const r = bench('lab', ['--lab', 'stop-waiting', '--log-every', '20']);
+  const threads = await parse(r.trace);
+  sameTracks(threads, r.trace);
+  assert.deepEqual(declared(r.trace).map((t) => t.name), ['baseline', 'your settings', 'reference']);
+  for (const [prefix, measured] of [['baseline', r.baseline], ['your settings', r.candidate], ['reference', r.reference]]) {
+    const entries = thread(threads, r.trace, prefix).entries;
+    const runs = entries.filter((e) => /^(warm-up|round \d+)$/.test(e.name));
+    assert.deepEqual(runs.map((e) => e.name), ['warm-up', ...measured.samples.map((_, i) => `round ${i + 1}`)], `${prefix}: the warm-up, then every graded round`);
+    runs.forEach((run, i) => {
+      // A round's samples/s is batch × steps ÷ its wall time: the run's event lasts that.
+      if (i > 0) close(run.dur / 1e3, (measured.knobs.batch * r.steps) / measured.samples[i - 1] * 1e3, `${prefix} ${run.name} wall time`);
+      const inside = entries.filter((e) => e !== run && e.ts >= run.ts && e.ts + e.dur <= run.ts + run.dur + 1e-6);
+      const steps = inside.filter((e) => /^steps? \d/.test(e.name)).reduce((n, e) => n + e.count, 0);
+      assert.equal(steps, r.steps, `${prefix} ${run.name}: every step inside its run`);
+      assert.equal(inside.filter((e) => e.name.startsWith('final loss read')).length, 1, `${prefix} ${run.name}: its final wait`);
+    });
+  }
+  assert.match(r.trace.otherData.aggregated, /merged into one event per run/);
+});
+
 test('every default run\'s trace stays well under 50 KB', async () => {
-  for (const [name, args] of [['training', []], ['streams', []], ['launch', []], ['transfer', []], ['precision', ['--size', '512']]]) {
+  for (const [name, args] of [['training', []], ['streams', []], ['launch', []], ['transfer', []], ['precision', ['--size', '512']], ['lab', []]]) {
     const r = bench(name, args);
     const bytes = JSON.stringify(r.trace).length;
     assert.ok(bytes < 50_000, `${name}: ${bytes} bytes of trace`);

@@ -8,7 +8,8 @@
 //!
 //! [`cpu`] is the loop on the CPU backend, [`gpu`] the same loop on the GPU;
 //! [`memory`] replays a setting through the allocator model for the memory budget.
-//! [`result`] assembles the graded result and its explanation.
+//! [`result`] assembles the graded result and its explanation; [`timeline`] draws the
+//! job's runs and their steps as a Chrome trace, one track per setting.
 
 pub mod catalog;
 pub mod cpu;
@@ -17,6 +18,7 @@ pub mod grade;
 pub mod memory;
 pub mod result;
 pub mod sample;
+pub mod timeline;
 
 use std::fmt::Write as _;
 
@@ -137,24 +139,32 @@ impl LabParams {
     }
 }
 
-/// Runs `l`'s baseline, `candidate` and reference interleaved with `run_one`.
+/// Every round of each setting (baseline, candidate, reference) and the job's trace.
+type Rounds = ([Vec<sample::RunSample>; 3], super::trace::Trace);
+
+/// Runs `l`'s baseline, `candidate` and reference interleaved with `run_one`, each
+/// run drawn on the trace (the warm-ups too: they ran, though they are not graded).
 fn measure(
     l: &Lab,
-    candidate: &Knobs,
-    reference: &Knobs,
+    (candidate, reference): (&Knobs, &Knobs),
+    on_gpu: bool,
     mut run_one: impl FnMut(&Knobs) -> Result<sample::RunSample, ExperimentError>,
-) -> Result<[Vec<sample::RunSample>; 3], ExperimentError> {
+) -> Result<Rounds, ExperimentError> {
     let settings = [l.baseline, *candidate, *reference];
-    for s in &settings {
-        run_one(s)?; // warm-up: first-touch page faults, caches, clocks
+    let mut trace = timeline::LabTrace::new(on_gpu);
+    for (i, s) in settings.iter().enumerate() {
+        // Warm-up: first-touch page faults, caches, clocks.
+        trace.run(i, "warm-up", &run_one(s)?);
     }
     let mut out: [Vec<sample::RunSample>; 3] = Default::default();
-    for _ in 0..ROUNDS {
+    for round in 1..=ROUNDS {
         for (i, s) in settings.iter().enumerate() {
-            out[i].push(run_one(s)?);
+            let run = run_one(s)?;
+            trace.run(i, &format!("round {round}"), &run);
+            out[i].push(run);
         }
     }
-    Ok(out)
+    Ok((out, trace.finish()))
 }
 
 /// The experiment.
@@ -241,20 +251,20 @@ impl Experiment for Labs {
         let l = lab(p.lab);
         let data = Tickets::generate();
         let candidate = p.candidate();
-        let runs = measure(&l, &candidate, &l.reference, |k| {
+        let (runs, trace) = measure(&l, (&candidate, &l.reference), true, |k| {
             gpu::run(g, k, l.steps, &data, deadline)
         })?;
-        Ok(result::assemble(&l, &candidate, &l.reference, &runs, true))
+        Ok(result::assemble(&l, &candidate, &l.reference, &runs, trace))
     }
 
     fn run_cpu(p: &LabParams, deadline: &Deadline) -> Result<LabResult, ExperimentError> {
         let l = lab(p.lab);
         let data = Tickets::generate();
         let (candidate, reference) = (p.candidate(), l.cpu_reference());
-        let runs = measure(&l, &candidate, &reference, |k| {
+        let (runs, trace) = measure(&l, (&candidate, &reference), false, |k| {
             cpu::run(k, l.steps, &data, deadline)
         })?;
-        Ok(result::assemble(&l, &candidate, &reference, &runs, false))
+        Ok(result::assemble(&l, &candidate, &reference, &runs, trace))
     }
 
     fn table(_: &LabParams, r: &LabResult) -> String {
