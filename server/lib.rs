@@ -57,7 +57,9 @@
 //!   bad-input tests and selftests are derived; `experiments::trace` writes a run's
 //!   timeline in the Chrome Trace Event format, carried inside its typed result;
 //!   `experiments::ceilings` measures this device's own ceilings once per server start
-//!   (on the engine's first worker), which `/api/device` serves beside datasheet peaks.
+//!   (on the engine's first worker, or in each `gpulab worker`, which stores them in
+//!   [`db::worker_ceilings`] for the web nodes), which `/api/device` serves beside
+//!   datasheet peaks.
 //! - [`gpu`]: the only code that talks to CUDA and the only `unsafe`: library loading
 //!   (and where it searches), which GPU a worker takes, the device handle and streams,
 //!   kernels (compiled once per process) and their typed launchers, every GEMM,

@@ -33,7 +33,7 @@ use worker_loop::{Activity, WorkerSettings};
 use crate::config::Limits;
 use crate::db::jobs::{self, NewJob};
 pub use crate::db::jobs::{JobState, OwnerUsage, QueueStats, Refused};
-use crate::db::{Db, DbError, job_claims};
+use crate::db::{Db, DbError, job_claims, worker_ceilings};
 use crate::experiments::Job;
 use crate::gpu::card::cpu_card;
 use crate::gpu::{DeviceCard, doctor};
@@ -77,7 +77,7 @@ pub struct Engine {
     /// Where each student's playground lives: here, or in a worker.
     pub playground: Arc<Home>,
     /// This device's ceilings, measured by the first worker once it opened the device
-    /// (empty until then, and on a web node).
+    /// (empty until then, and on a web node: [`Engine::ceilings`] reads a worker's).
     pub ceilings: Arc<OnceLock<crate::experiments::ceilings::Ceilings>>,
     local: Arc<Local>,
 }
@@ -361,6 +361,19 @@ impl Engine {
     /// Jobs waiting now.
     pub async fn queue_depth(&self) -> usize {
         self.db.run(jobs::depth).await.unwrap_or_default()
+    }
+
+    /// The ceilings of the device experiments run on: this process's own once measured,
+    /// else (a web node, whose `gpulab worker`s measure theirs) those a live worker
+    /// stored ([`worker_ceilings::live`]); `None` until either exists.
+    pub async fn ceilings(&self) -> Option<crate::experiments::ceilings::Ceilings> {
+        if let Some(own) = self.ceilings.get() {
+            return Some(own.clone());
+        }
+        let text = self.db.run(worker_ceilings::live).await.ok().flatten()?;
+        serde_json::from_str(&text)
+            .inspect_err(|error| tracing::warn!(%error, "a worker's stored ceilings do not parse"))
+            .ok()
     }
 
     /// Estimated wait for a new job, in seconds.

@@ -60,7 +60,8 @@ pub struct TraceNote {
 pub struct TraceEvent {
     /// What a learner reads on the bar (`launch 3`, `kernel 3`, `synchronize`).
     pub name: String,
-    /// `launch`, `kernel`, `graph`, `copy`, `sync`, `work` or `__metadata`.
+    /// `launch`, `kernel`, `graph`, `copy`, `sync`, `work`, `run` (a whole run holding
+    /// its steps, as a lab draws them) or `__metadata`.
     pub cat: &'static str,
     /// `X` (complete event) or `M` (metadata).
     pub ph: &'static str,
@@ -146,6 +147,7 @@ pub struct TraceBuilder {
     tracks: Vec<String>,
     spans: Vec<Span>,
     merged_samples: usize,
+    notes: Vec<String>,
 }
 
 impl TraceBuilder {
@@ -158,6 +160,7 @@ impl TraceBuilder {
             tracks: Vec::new(),
             spans: Vec::new(),
             merged_samples: 0,
+            notes: Vec::new(),
         }
     }
 
@@ -214,6 +217,33 @@ impl TraceBuilder {
         }
     }
 
+    /// One event on `track` standing for `count` spans the caller merged, which were
+    /// busy for `busy_ms` in all between `start_ms` and `end_ms`; say how in [`Self::note`].
+    pub fn merged(
+        &mut self,
+        track: Track,
+        name: impl Into<String>,
+        cat: &'static str,
+        (start_ms, end_ms): (f64, f64),
+        count: usize,
+        busy_ms: f64,
+    ) {
+        self.spans.push(Span {
+            track,
+            name: name.into(),
+            cat,
+            start_ms,
+            end_ms: end_ms.max(start_ms),
+            count,
+            busy_ms: Some(busy_ms),
+        });
+    }
+
+    /// A sentence for `otherData.aggregated`: what the caller merged, and how.
+    pub fn note(&mut self, text: impl Into<String>) {
+        self.notes.push(text.into());
+    }
+
     /// The trace, with each track's spans past [`KEEP_PER_TRACK`] aggregated.
     pub fn finish(self) -> Trace {
         let meta = |name: &str, tid: u32, value: String| TraceEvent {
@@ -230,7 +260,7 @@ impl TraceBuilder {
             },
         };
         let mut events = vec![meta("process_name", 0, self.generator.clone())];
-        let mut notes = Vec::new();
+        let mut notes = self.notes.clone();
         if self.merged_samples > 0 {
             notes.push(format!(
                 "{} timed runs past the first {SAMPLES_KEPT} of their point merged into one event per point",

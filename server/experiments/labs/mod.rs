@@ -9,7 +9,9 @@
 //! [`cpu`] is the loop on the CPU backend, [`gpu`] the same loop on the GPU;
 //! [`memory`] replays a setting through the allocator model for the memory budget.
 //! [`criteria`] grades each of a lab's goals, [`result`] assembles the graded result
-//! and its explanation; [`recorded_tests`] re-grades runs recorded on real machines.
+//! and its explanation; [`timeline`] draws the job's runs and their steps as a Chrome
+//! trace, one track per setting; [`recorded_tests`] re-grades runs recorded on real
+//! machines.
 
 pub mod catalog;
 pub mod cpu;
@@ -19,6 +21,7 @@ pub mod grade;
 pub mod memory;
 pub mod result;
 pub mod sample;
+pub mod timeline;
 
 #[cfg(test)]
 mod recorded_tests;
@@ -175,35 +178,42 @@ impl LabParams {
     }
 }
 
-/// Runs `l`'s baseline, `candidate` and reference interleaved with `run_one`. Each
-/// round's sample of a setting spans at least [`MIN_SAMPLE`]: a setting whose run is
-/// shorter is run back to back often enough (sized from its warm-up run) and the
+/// Every round of each setting (baseline, candidate, reference) and the job's trace.
+type Rounds = ([Vec<sample::RunSample>; 3], super::trace::Trace);
+
+/// Runs `l`'s baseline, `candidate` and reference interleaved with `run_one`, each
+/// run drawn on the trace (the warm-ups too: they ran, though they are not graded).
+/// Each round's sample of a setting spans at least [`MIN_SAMPLE`]: a setting whose run
+/// is shorter is run back to back often enough (sized from its warm-up run) and the
 /// repeats make one sample, so a scheduler's time slice on a busy box is a small part
 /// of every sample instead of the whole of some.
 fn measure(
     l: &Lab,
-    candidate: &Knobs,
-    reference: &Knobs,
+    (candidate, reference): (&Knobs, &Knobs),
+    on_gpu: bool,
     mut run_one: impl FnMut(&Knobs) -> Result<sample::RunSample, ExperimentError>,
-) -> Result<[Vec<sample::RunSample>; 3], ExperimentError> {
+) -> Result<Rounds, ExperimentError> {
     let settings = [l.baseline, *candidate, *reference];
+    let mut trace = timeline::LabTrace::new(on_gpu);
     let mut repeats = [1usize; 3];
-    for (s, n) in settings.iter().zip(&mut repeats) {
+    for (i, s) in settings.iter().enumerate() {
         // Warm-up: first-touch page faults, caches, clocks; its length sizes the repeats.
         let started = Instant::now();
-        run_one(s)?;
-        *n = repeats_for(started.elapsed());
+        let warm = run_one(s)?;
+        repeats[i] = repeats_for(started.elapsed());
+        trace.sample(i, "warm-up", std::slice::from_ref(&warm));
     }
     let mut out: [Vec<sample::RunSample>; 3] = Default::default();
-    for _ in 0..ROUNDS {
+    for round in 1..=ROUNDS {
         for (i, s) in settings.iter().enumerate() {
             let runs = (0..repeats[i])
                 .map(|_| run_one(s))
                 .collect::<Result<Vec<_>, _>>()?;
+            trace.sample(i, &format!("round {round}"), &runs);
             out[i].push(sample::RunSample::combine(&runs));
         }
     }
-    Ok(out)
+    Ok((out, trace.finish()))
 }
 
 /// Back-to-back runs that make one sample of a setting whose run took `one`.
@@ -297,20 +307,20 @@ impl Experiment for Labs {
         let l = lab(p.lab);
         let data = Tickets::generate();
         let candidate = p.candidate();
-        let runs = measure(&l, &candidate, &l.reference, |k| {
+        let (runs, trace) = measure(&l, (&candidate, &l.reference), true, |k| {
             gpu::run(g, k, l.steps, &data, deadline)
         })?;
-        Ok(result::assemble(&l, &candidate, &l.reference, &runs, true))
+        Ok(result::assemble(&l, &candidate, &l.reference, &runs, trace))
     }
 
     fn run_cpu(p: &LabParams, deadline: &Deadline) -> Result<LabResult, ExperimentError> {
         let l = lab(p.lab);
         let data = Tickets::generate();
         let (candidate, reference) = (p.candidate(), l.cpu_reference());
-        let runs = measure(&l, &candidate, &reference, |k| {
+        let (runs, trace) = measure(&l, (&candidate, &reference), false, |k| {
             cpu::run(k, l.steps, &data, deadline)
         })?;
-        Ok(result::assemble(&l, &candidate, &reference, &runs, false))
+        Ok(result::assemble(&l, &candidate, &reference, &runs, trace))
     }
 
     fn table(_: &LabParams, r: &LabResult) -> String {
@@ -408,18 +418,19 @@ mod tests {
         assert_eq!(repeats_for(Duration::ZERO), MAX_REPEATS);
         let mut lengths = Vec::new();
         let l = lab(LabId::StopWaiting);
-        let one = sample::RunSample {
-            samples_per_sec: 1000.0,
-            timer_ratio: 1.0,
-            first_loss: 1.0,
-            final_loss: 0.5,
-            profile: sample::TimeProfile::default(),
-        };
-        let runs = measure(&l, &l.reference, &l.reference, |k| {
+        let (runs, _) = measure(&l, (&l.reference, &l.reference), false, |k| {
             lengths.push(k.log_every);
             // A run of 10 ms: four of them make a sample.
+            let clock = sample::RunClock::start(0);
             std::thread::sleep(Duration::from_millis(10));
-            Ok(one)
+            Ok(sample::RunSample {
+                samples_per_sec: 1000.0,
+                timer_ratio: 1.0,
+                first_loss: 1.0,
+                final_loss: 0.5,
+                profile: sample::TimeProfile::default(),
+                clock,
+            })
         })
         .unwrap();
         assert!(runs.iter().all(|r| r.len() == ROUNDS));

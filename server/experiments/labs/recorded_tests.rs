@@ -9,8 +9,9 @@ use serde::Deserialize;
 use super::catalog::Knobs;
 use super::grade::Verdict;
 use super::result::{LabResult, assemble};
-use super::sample::{RunSample, TimeProfile};
+use super::sample::{RunClock, RunSample, TimeProfile};
 use super::{LabId, lab};
+use crate::experiments::trace::{Trace, TraceBuilder};
 
 #[derive(Deserialize)]
 struct Recording {
@@ -49,6 +50,7 @@ impl Setting {
                 first_loss: self.first_loss,
                 final_loss: self.final_loss,
                 profile: TimeProfile::default(),
+                clock: RunClock::start(0),
             })
             .collect()
     }
@@ -56,6 +58,11 @@ impl Setting {
 
 /// Two cores of an Intel Xeon, recorded while three builds ran beside it (load ≈ 6.5).
 const BUSY_XEON: &str = include_str!("recorded/intel-xeon-2-cores-busy.json");
+
+/// An empty trace that says which backend ran the recording (what `assemble` reads).
+fn trace_for(on_gpu: bool) -> Trace {
+    TraceBuilder::new("tuning lab", on_gpu, "recorded").finish()
+}
 
 fn regrade(recording: &str) -> Vec<(String, f64, LabResult)> {
     let r: Recording = serde_json::from_str(recording).expect("a recording");
@@ -71,8 +78,8 @@ fn regrade(recording: &str) -> Vec<(String, f64, LabResult)> {
             );
             let runs = [c.baseline.runs(), c.candidate.runs(), c.reference.runs()];
             assert!(runs.iter().all(|r| r.len() >= 5), "{}: rounds", c.label);
-            let on_gpu = c.backend == "cuda";
-            let graded = assemble(&l, &c.candidate.knobs, &c.reference.knobs, &runs, on_gpu);
+            let trace = trace_for(c.backend == "cuda");
+            let graded = assemble(&l, &c.candidate.knobs, &c.reference.knobs, &runs, trace);
             (c.label, c.load_average, graded)
         })
         .collect()
@@ -157,7 +164,7 @@ fn the_baseline_run_as_a_candidate_never_passes_on_recorded_noise() {
         let l = lab(c.lab);
         let base = c.baseline.runs();
         let runs = [base.clone(), base, c.reference.runs()];
-        let graded = assemble(&l, &l.baseline, &c.reference.knobs, &runs, false);
+        let graded = assemble(&l, &l.baseline, &c.reference.knobs, &runs, trace_for(false));
         assert_eq!(graded.verdict, Verdict::Fail, "{}", c.label);
     }
 }

@@ -1,6 +1,7 @@
 //! A lab's graded result: the three settings' measurements, each criterion with its
 //! verdict and the numbers behind it, the knobs that do nothing on this backend, and a
-//! short explanation in the lesson's terms. Also the no-JavaScript text of the panel.
+//! short explanation in the lesson's terms, and the job's trace. Also the no-JavaScript
+//! text of the panel.
 
 use serde::Serialize;
 
@@ -51,6 +52,11 @@ pub struct LabResult {
     pub nominal_speedup: Option<f64>,
     /// What the lab's known-good reference gained over the baseline in this run.
     pub reference_gain: Option<Ratio>,
+    /// Optimiser steps per run (a run's samples/s is batch × this ÷ its wall time).
+    pub steps: usize,
+    /// Every run of the job (warm-ups included) and its steps, one track per setting
+    /// (Chrome Trace Event format).
+    pub trace: crate::experiments::trace::Trace,
 }
 
 /// A knob and where it is taught.
@@ -70,8 +76,9 @@ pub fn assemble(
     candidate: &Knobs,
     reference: &Knobs,
     runs: &[Vec<RunSample>; 3],
-    on_gpu: bool,
+    trace: crate::experiments::trace::Trace,
 ) -> LabResult {
+    let on_gpu = trace.other_data.backend == "gpu";
     let (b, c, r) = (
         measured(&l.baseline, &runs[0]),
         measured(candidate, &runs[1]),
@@ -126,6 +133,8 @@ pub fn assemble(
         baseline: b,
         candidate: c,
         reference: r,
+        steps: l.steps,
+        trace,
     }
 }
 
@@ -189,8 +198,13 @@ pub fn describe(l: &Lab) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::experiments::labs::sample::TimeProfile;
+    use crate::experiments::labs::sample::{RunClock, TimeProfile};
     use crate::experiments::labs::{LabId, lab};
+    use crate::experiments::trace::TraceBuilder;
+
+    fn cpu_trace() -> crate::experiments::trace::Trace {
+        TraceBuilder::new("tuning lab", false, "test").finish()
+    }
 
     /// Seven rounds of a recorded-looking run at `sps` samples/s (±2%).
     fn runs(sps: f64, timer_ratio: f64) -> Vec<RunSample> {
@@ -201,6 +215,7 @@ mod tests {
                 first_loss: 1.1,
                 final_loss: 0.3,
                 profile: TimeProfile::default(),
+                clock: RunClock::start(0),
             })
             .collect()
     }
@@ -211,10 +226,10 @@ mod tests {
         // every loss read syncs, so the baseline's timer is true; it must still fail.
         let l = lab(LabId::StopWaiting);
         let same: [Vec<RunSample>; 3] = std::array::from_fn(|_| runs(70_000.0, 1.0));
-        let r = assemble(&l, &l.baseline, &l.cpu_reference(), &same, false);
+        let r = assemble(&l, &l.baseline, &l.cpu_reference(), &same, cpu_trace());
         assert_eq!(r.verdict, Verdict::Fail, "{:?}", r.criteria);
         assert!(r.score_percent < 100.0);
-        let fixed = assemble(&l, &l.reference, &l.cpu_reference(), &same, false);
+        let fixed = assemble(&l, &l.reference, &l.cpu_reference(), &same, cpu_trace());
         assert_eq!(fixed.verdict, Verdict::Pass, "{:?}", fixed.criteria);
         assert_eq!(fixed.score_percent, 100.0);
     }

@@ -1,7 +1,9 @@
 //! What one run of a lab setting measured, on either backend: its speed, its own
-//! timer's reading against the true time, its losses, and where a step's time went.
-//! The CPU and GPU loops fill it; [`Measured`] summarises a setting's rounds for
-//! grading and the result.
+//! timer's reading against the true time, its losses, where a step's time went, and
+//! its steps on the host clock. The CPU and GPU loops fill it, [`super::timeline`]
+//! draws it, and [`Measured`] summarises a setting's rounds for grading and the result.
+
+use std::time::Instant;
 
 use serde::Serialize;
 
@@ -10,7 +12,7 @@ use super::memory::{self, MemoryProfile};
 use crate::measure::{Summary, summarize};
 
 /// What one run measured.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct RunSample {
     /// Tickets trained per second, from the first enqueue to the last step's end.
     pub samples_per_sec: f64,
@@ -23,6 +25,37 @@ pub struct RunSample {
     pub final_loss: f32,
     /// Where a step's time went.
     pub profile: TimeProfile,
+    /// The run on the host clock, for its trace.
+    pub clock: RunClock,
+}
+
+/// One run on the host clock: the readings `samples_per_sec` comes from.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunClock {
+    /// When the run's clock started (right before its first enqueue).
+    pub started: Instant,
+    /// Each optimiser step's time in the loop, `(start, end)` in ms from `started`:
+    /// staging and copying its batch, enqueueing it, and any loss read.
+    pub steps: Vec<(f64, f64)>,
+    /// When the last step finished (the final loss read returned), ms from `started`:
+    /// the wall time samples/s is computed from.
+    pub wall_ms: f64,
+}
+
+impl RunClock {
+    /// A clock starting now.
+    pub fn start(steps: usize) -> Self {
+        Self {
+            started: Instant::now(),
+            steps: Vec::with_capacity(steps),
+            wall_ms: 0.0,
+        }
+    }
+
+    /// Milliseconds since the clock started.
+    pub fn now_ms(&self) -> f64 {
+        self.started.elapsed().as_secs_f64() * 1e3
+    }
 }
 
 impl RunSample {
@@ -31,13 +64,14 @@ impl RunSample {
     /// timer's and the profile's means, and the losses of the last run (every run of a
     /// setting starts from the same weights, so they are the same in each).
     pub fn combine(runs: &[RunSample]) -> RunSample {
-        let Some(&last) = runs.last() else {
+        let Some(last) = runs.last().cloned() else {
             return RunSample {
                 samples_per_sec: f64::NAN,
                 timer_ratio: f64::NAN,
                 first_loss: f32::NAN,
                 final_loss: f32::NAN,
                 profile: TimeProfile::default(),
+                clock: RunClock::start(0),
             };
         };
         let n = runs.len() as f64;
@@ -136,6 +170,7 @@ mod tests {
                 step_ms,
                 ..TimeProfile::default()
             },
+            clock: RunClock::start(0),
         };
         // The same tickets at 100/s (1 s) and 300/s (1/3 s): 2 × tickets in 4/3 s.
         let one = RunSample::combine(&[run(100.0, 0.5, 2.0), run(300.0, 1.5, 4.0)]);
