@@ -266,7 +266,7 @@ async fn a_round_opens_a_tuning_lab_with_its_known_good_settings() {
     assert_eq!(opened["question"]["quantity"], "lab.speedup");
     let title = opened["title"].as_str().unwrap();
     assert!(
-        title.starts_with("Tuning lab “Stop waiting on the loss” with loss read every 50 steps, timer synchronised first"),
+        title.starts_with("Tuning lab “Stop waiting on the loss” with the loss read every 50 steps, a sync before the step timer"),
         "{title}"
     );
     let id = opened["id"].as_i64().unwrap();

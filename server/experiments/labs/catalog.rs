@@ -92,42 +92,39 @@ impl Knob {
         }
     }
 
-    /// The knob in words, as a setting's description names it.
+    /// The knob in words, as a lab's description lists it.
     pub fn label(self) -> &'static str {
         match self {
             Self::Batch => "batch size",
             Self::DataOnDevice => "data set kept on the device",
             Self::Pinned => "pinned host memory",
             Self::NonBlocking => "non-blocking copies with prefetch",
-            Self::LogEvery => "loss read every",
-            Self::TimerSync => "timer synchronised first",
+            Self::LogEvery => "how often the loss is read",
+            Self::TimerSync => "a sync before the step timer",
             Self::Precision => "precision",
             Self::Optimizer => "optimizer",
-            Self::Accumulation => "micro-batches per step",
-            Self::Recompute => "layer 1 recomputed",
+            Self::Accumulation => "gradient accumulation",
+            Self::Recompute => "recomputing layer 1",
         }
     }
 
-    /// This knob's value in `k`, in words (`None` for a switch that is off).
-    pub fn value_in(self, k: &Knobs) -> Option<String> {
-        let on = |b: bool| b.then(String::new);
+    /// This knob as set in `k`, in words (`None` for a switch that is off).
+    pub fn setting_in(self, k: &Knobs) -> Option<String> {
+        let on = |b: bool, words: &str| b.then(|| words.to_string());
         match self {
-            Self::Batch => Some(k.batch.to_string()),
-            Self::DataOnDevice => on(k.data_on_device),
-            Self::Pinned => on(k.pinned),
-            Self::NonBlocking => on(k.non_blocking),
-            Self::LogEvery => Some(format!("{} steps", k.log_every)),
-            Self::TimerSync => on(k.timer_sync),
-            Self::Precision => Some(k.precision.name().to_uppercase()),
-            Self::Optimizer => Some(
-                match k.optimizer {
-                    Optim::Sgd => "SGD",
-                    Optim::Adam => "Adam",
-                }
-                .to_string(),
-            ),
-            Self::Accumulation => Some(k.accumulation.to_string()),
-            Self::Recompute => on(k.recompute),
+            Self::Batch => Some(format!("batch size {}", k.batch)),
+            Self::DataOnDevice => on(k.data_on_device, "the data set kept on the device"),
+            Self::Pinned => on(k.pinned, "pinned host memory"),
+            Self::NonBlocking => on(k.non_blocking, "non-blocking copies with prefetch"),
+            Self::LogEvery => Some(format!("the loss read every {} steps", k.log_every)),
+            Self::TimerSync => on(k.timer_sync, "a sync before the step timer"),
+            Self::Precision => Some(format!("{} precision", k.precision.name().to_uppercase())),
+            Self::Optimizer => Some(match k.optimizer {
+                Optim::Sgd => "SGD".to_string(),
+                Optim::Adam => "Adam".to_string(),
+            }),
+            Self::Accumulation => Some(format!("{} micro-batches per step", k.accumulation)),
+            Self::Recompute => on(k.recompute, "layer 1 recomputed in the backward pass"),
         }
     }
 
@@ -346,18 +343,13 @@ pub fn lab(id: LabId) -> Lab {
 }
 
 impl Lab {
-    /// The lab's knobs as set in `k`, in words: "batch size 256, data set kept on the
-    /// device, pinned host memory" (switches that are off are left out).
+    /// The lab's knobs as set in `k`, in words: "batch size 256, the data set kept on
+    /// the device, pinned host memory" (switches that are off are left out).
     pub fn setting_text(&self, k: &Knobs) -> String {
         let parts: Vec<String> = self
             .knobs
             .iter()
-            .filter_map(|(knob, _)| {
-                knob.value_in(k).map(|v| match v.as_str() {
-                    "" => knob.label().to_string(),
-                    _ => format!("{} {v}", knob.label()),
-                })
-            })
+            .filter_map(|(knob, _)| knob.setting_in(k))
             .collect();
         parts.join(", ")
     }

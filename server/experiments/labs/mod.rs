@@ -403,10 +403,10 @@ mod tests {
         assert_eq!(on_gpu.candidate(), lab(LabId::SlowLoopDoctor).reference);
         assert_eq!(
             on_gpu.round_title(),
-            "Tuning lab “Slow loop doctor” with loss read every 50 steps, batch size 256, \
-             data set kept on the device, pinned host memory, precision BF16, against its slow loop"
+            "Tuning lab “Slow loop doctor” with the loss read every 50 steps, batch size 256, \
+             the data set kept on the device, pinned host memory, BF16 precision, against its slow loop"
         );
-        assert!(on_cpu.round_title().contains("precision FP32"));
+        assert!(on_cpu.round_title().contains("FP32 precision"));
     }
 
     #[test]

@@ -155,8 +155,8 @@ pub fn describe(l: &Lab) -> String {
         .knobs
         .iter()
         .map(|(k, _)| match k.cpu_inert() {
-            Some(_) => format!("{} (no effect on a CPU-only server)", k.name()),
-            None => k.name().to_string(),
+            Some(_) => format!("{} (no effect on a CPU-only server)", k.label()),
+            None => k.label().to_string(),
         })
         .collect();
     let mut goals = Vec::new();

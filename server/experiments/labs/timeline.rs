@@ -174,7 +174,7 @@ mod tests {
         assert!(
             events[2..9]
                 .iter()
-                .all(|e| e.ts >= run.ts && end(e) <= end(run)),
+                .all(|e| e.ts >= run.ts && end(e) <= end(run) + 1e-6),
             "every step nests inside its run"
         );
         assert!(
