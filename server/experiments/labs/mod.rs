@@ -6,7 +6,7 @@
 //! parameter serves the five labs ([`catalog`]), so they share one route, one panel and
 //! the same caps, rate limits and queue as every other experiment.
 //!
-//! [`cpu`] is the loop on the CPU backend, [`gpu`] the same loop on the GPU;
+//! [`params`] is what a learner submits; [`cpu`] is the loop on the CPU backend, [`gpu`] the same loop on the GPU;
 //! [`memory`] replays a setting through the allocator model for the memory budget.
 //! [`criteria`] grades each of a lab's goals, [`result`] assembles the graded result
 //! and its explanation; [`timeline`] draws the job's runs and their steps as a Chrome
@@ -19,6 +19,7 @@ pub mod criteria;
 pub mod gpu;
 pub mod grade;
 pub mod memory;
+pub mod params;
 pub mod result;
 pub mod sample;
 pub mod timeline;
@@ -29,18 +30,19 @@ mod recorded_tests;
 use std::fmt::Write as _;
 use std::time::{Duration, Instant};
 
-use serde::{Deserialize, Serialize};
-
 use super::prediction::{On, Quantity, Scale};
 use super::selftest::{Check, checked};
+use super::training;
+#[cfg(test)]
+use super::training::TrainPrecision;
 use super::training::model::Tickets;
-use super::training::{self, Optim, TrainPrecision};
 use super::{Experiment, ExperimentError, ParamError, Rule};
 use crate::config::Limits;
 use crate::gpu::Gpu;
 use crate::measure::Deadline;
 pub use catalog::{ALL, Knob, Knobs, Lab, LabId, lab};
 pub use grade::Verdict;
+pub use params::LabParams;
 pub use result::LabResult;
 
 /// Measured rounds of each setting (after one warm-up each): enough for quartiles.
@@ -55,128 +57,6 @@ pub const MAX_BATCH: usize = 1024;
 pub const MAX_ACCUMULATION: usize = 16;
 /// Sparsest loss reading a candidate may ask for.
 pub const MAX_LOG_EVERY: usize = 100;
-
-/// What the learner submits: the lab and its knobs. Knobs the lab does not offer are
-/// ignored (the lab's baseline value is used and the result says so).
-#[derive(Debug, Clone, Deserialize, Serialize, utoipa::ToSchema)]
-#[serde(deny_unknown_fields)]
-pub struct LabParams {
-    /// `feed-the-gpu`, `stop-waiting`, `fit-the-budget`, `mixed-precision` or
-    /// `slow-loop-doctor`.
-    pub lab: LabId,
-    /// Tickets per optimiser step.
-    pub batch: usize,
-    /// Keep the data set on the device and read batches in place.
-    pub data_on_device: bool,
-    /// Stage host batches in page-locked memory.
-    pub pinned: bool,
-    /// Copy asynchronously, prefetching the next batch on a side stream.
-    pub non_blocking: bool,
-    /// Read the loss every this many steps.
-    pub log_every: usize,
-    /// Synchronise before the step timer reads the clock.
-    pub timer_sync: bool,
-    /// `fp32` or `bf16`.
-    pub precision: TrainPrecision,
-    /// `sgd` or `adam`.
-    pub optimizer: Optim,
-    /// Micro-batches per optimiser step (gradient accumulation).
-    pub accumulation: usize,
-    /// Recompute layer 1's activations in the backward pass.
-    pub recompute: bool,
-}
-
-impl Default for LabParams {
-    fn default() -> Self {
-        Self::baseline_of(LabId::FeedTheGpu)
-    }
-}
-
-impl LabParams {
-    /// The parameters that ask for `id`'s baseline itself.
-    pub fn baseline_of(id: LabId) -> Self {
-        Self::of(id, &lab(id).baseline)
-    }
-
-    /// The parameters that ask for `id`'s known-good settings on this backend (what a
-    /// class round runs for the whole class).
-    pub fn reference_of(id: LabId, on_gpu: bool) -> Self {
-        let l = lab(id);
-        Self::of(
-            id,
-            &if on_gpu {
-                l.reference
-            } else {
-                l.cpu_reference()
-            },
-        )
-    }
-
-    /// The parameters that ask for lab `id` with the knobs of `k`.
-    pub fn of(id: LabId, k: &Knobs) -> Self {
-        Self {
-            lab: id,
-            batch: k.batch,
-            data_on_device: k.data_on_device,
-            pinned: k.pinned,
-            non_blocking: k.non_blocking,
-            log_every: k.log_every,
-            timer_sync: k.timer_sync,
-            precision: k.precision,
-            optimizer: k.optimizer,
-            accumulation: k.accumulation,
-            recompute: k.recompute,
-        }
-    }
-
-    /// A class round's caption for a round that runs these parameters.
-    pub fn round_title(&self) -> String {
-        let l = lab(self.lab);
-        format!(
-            "Tuning lab “{}” with {}, against its slow loop",
-            l.title,
-            l.setting_text(&self.candidate())
-        )
-    }
-
-    /// The candidate: the lab's baseline with the lab's own knobs taken from here.
-    pub fn candidate(&self) -> Knobs {
-        let l = lab(self.lab);
-        let mut k = l.baseline;
-        let take = |knob| l.has(knob);
-        if take(Knob::Batch) {
-            k.batch = self.batch;
-        }
-        if take(Knob::DataOnDevice) {
-            k.data_on_device = self.data_on_device;
-        }
-        if take(Knob::Pinned) {
-            k.pinned = self.pinned;
-        }
-        if take(Knob::NonBlocking) {
-            k.non_blocking = self.non_blocking;
-        }
-        if take(Knob::LogEvery) {
-            k.log_every = self.log_every;
-        }
-        if take(Knob::TimerSync) {
-            k.timer_sync = self.timer_sync;
-        }
-        if take(Knob::Precision) {
-            k.precision = self.precision;
-        }
-        if take(Knob::Optimizer) {
-            k.optimizer = self.optimizer;
-        }
-        if take(Knob::Accumulation) {
-            k.accumulation = self.accumulation;
-        }
-        if take(Knob::Recompute) {
-            k.recompute = self.recompute;
-        }
-        k
-    }
-}
 
 /// Every round of each setting (baseline, candidate, reference) and the job's trace.
 type Rounds = ([Vec<sample::RunSample>; 3], super::trace::Trace);
@@ -390,23 +270,6 @@ mod tests {
             ..LabParams::baseline_of(LabId::FitTheBudget)
         };
         assert!(Labs::check(&bad, &Limits::default()).is_err());
-    }
-
-    #[test]
-    fn a_round_runs_the_known_good_settings_and_names_them() {
-        let on_cpu = LabParams::reference_of(LabId::SlowLoopDoctor, false);
-        assert_eq!(
-            on_cpu.candidate(),
-            lab(LabId::SlowLoopDoctor).cpu_reference()
-        );
-        let on_gpu = LabParams::reference_of(LabId::SlowLoopDoctor, true);
-        assert_eq!(on_gpu.candidate(), lab(LabId::SlowLoopDoctor).reference);
-        assert_eq!(
-            on_gpu.round_title(),
-            "Tuning lab “Slow loop doctor” with the loss read every 50 steps, batch size 256, \
-             the data set kept on the device, pinned host memory, BF16 precision, against its slow loop"
-        );
-        assert!(on_cpu.round_title().contains("FP32 precision"));
     }
 
     #[test]
