@@ -132,10 +132,25 @@ struct Span {
     cat: &'static str,
     start_ms: f64,
     end_ms: f64,
-    /// Spans this one stands for (1 unless merged by [`TraceBuilder::samples`]).
+    /// Spans this one stands for (1 unless merged: [`TraceBuilder::merged`]).
     count: usize,
     /// Time inside the merged spans, ms, when merged.
     busy_ms: Option<f64>,
+}
+
+impl Span {
+    /// A span that stands for itself alone.
+    fn one(track: Track, name: String, cat: &'static str, start_ms: f64, end_ms: f64) -> Self {
+        Self {
+            track,
+            name,
+            cat,
+            start_ms,
+            end_ms,
+            count: 1,
+            busy_ms: None,
+        }
+    }
 }
 
 /// Collects spans in milliseconds (the experiments' unit) and writes the trace.
@@ -184,15 +199,8 @@ impl TraceBuilder {
         start_ms: f64,
         end_ms: f64,
     ) {
-        self.spans.push(Span {
-            track,
-            name: name.into(),
-            cat,
-            start_ms,
-            end_ms: end_ms.max(start_ms),
-            count: 1,
-            busy_ms: None,
-        });
+        let span = Span::one(track, name.into(), cat, start_ms, end_ms.max(start_ms));
+        self.spans.push(span);
     }
 
     /// One sweep point's timed runs on `track`, each named `name` and spanning its
@@ -204,15 +212,10 @@ impl TraceBuilder {
             self.span(track, name, cat, run.start_ms, run.start_ms + run.ms);
         }
         if let (Some(first), Some(last)) = (rest.first(), rest.last()) {
-            self.spans.push(Span {
-                track,
-                name: format!("{name} × {} more", rest.len()),
-                cat,
-                start_ms: first.start_ms,
-                end_ms: last.start_ms + last.ms,
-                count: rest.len(),
-                busy_ms: Some(rest.iter().map(|r| r.ms).sum()),
-            });
+            let span = (first.start_ms, last.start_ms + last.ms);
+            let busy = rest.iter().map(|r| r.ms).sum();
+            let merged = format!("{name} × {} more", rest.len());
+            self.merged(track, merged, cat, span, rest.len(), busy);
             self.merged_samples += rest.len();
         }
     }
@@ -228,14 +231,11 @@ impl TraceBuilder {
         count: usize,
         busy_ms: f64,
     ) {
+        let (name, end_ms) = (name.into(), end_ms.max(start_ms));
         self.spans.push(Span {
-            track,
-            name: name.into(),
-            cat,
-            start_ms,
-            end_ms: end_ms.max(start_ms),
-            count,
             busy_ms: Some(busy_ms),
+            count,
+            ..Span::one(track, name, cat, start_ms, end_ms)
         });
     }
 
