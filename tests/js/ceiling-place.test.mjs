@@ -45,7 +45,19 @@ test('matmul and precision place their products in TFLOP/s', () => {
   const cpu = { backend: 'cpu', figures: [ceiling('sgemm', 0.1, 'TFLOP/s')] };
   const [c] = placements('precision', { rows: [{ precision: 'fp32', tflops: 0.05, emulated: false }] }, cpu);
   assert.match(c.text, /ran at 50%/);
-  assert.deepEqual(placements('break_it', {}, gpu), [], 'an experiment without a placer places nothing');
+  assert.deepEqual(placements('allocator', {}, gpu), [], 'an experiment without a placer places nothing');
+});
+
+test('break-it and the labs say why no ceiling applies, each for its own reason', () => {
+  for (const ceilings of [gpu, cpuCeilings]) {
+    const [logging] = placements('break-it', { case: 'log-every-step', runs: [] }, ceilings);
+    assert.equal(logging.share, null);
+    assert.match(logging.text, /^No ceiling is set against these two runs: .*how often the loop waits/);
+    const [placement] = placements('break-it', { case: 'batch-on-host', fields: [] }, ceilings);
+    assert.match(placement.text, /stops at its first step with an error/);
+    const [lab] = placements('lab', { verdict: 'pass' }, ceilings);
+    assert.match(lab.text, /graded against its own slow loop/);
+  }
 });
 
 test('timing says why no ceiling applies instead of inventing one', () => {

@@ -13,6 +13,7 @@ import {
 } from './panel.js';
 import { formatInt, formatSig } from '../logic/panel-format.js';
 import { traceView } from './panel-trace.js';
+import { ceilingView } from './panel-ceiling.js';
 
 const LABELS = {
   batch: 'Batch size',
@@ -72,6 +73,7 @@ function render(results, r) {
     el('ul', { class: 'exp-lab-explanation' }, ...(r.explanation || []).map((t) => el('li', {}, t))),
     el('p', { class: 'exp-lab-knobs' }, 'Where each knob is taught: ', ...(r.knobs || []).flatMap((k, i) => [i ? ', ' : '', el('a', { href: k.lesson }, LABELS[k.knob] || k.knob)]), '.'),
     el('p', {}, 'Your best result in each lab, readable without JavaScript: ', el('a', { href: '/labs' }, 'the Labs page'), '.'),
+    ceilingView('lab', r),
     traceView(r.trace, 'lab'),
     provenanceDetails(r.provenance),
   );

@@ -156,7 +156,19 @@ function training(result, add, ceilings) {
   });
 }
 
-const PLACERS = { transfer, matmul, precision, timing, launch, streams, training };
+function breakIt(result, _add, _ceilings, out) {
+  if (result.case === 'log-every-step') {
+    out.push(note('No ceiling is set against these two runs: they train the same steps and differ only in how often the loop waits for the device to hand back the loss. What a read costs is a wait (a sync and a four-byte copy), which no throughput ceiling describes; the training run places a step of this model against this device\'s GEMM ceiling.'));
+  } else {
+    out.push(note('No ceiling applies here: the run stops at its first step with an error, so nothing was copied or multiplied to set against this device\'s ceilings.'));
+  }
+}
+
+function lab(_result, _add, _ceilings, out) {
+  out.push(note('The lab is graded against its own slow loop, run in the same job, so no ceiling is needed to judge it. Where a step\'s time went is in the profile above; the training run places a step of this model against this device\'s GEMM ceiling.'));
+}
+
+const PLACERS = { transfer, matmul, precision, timing, launch, streams, training, 'break-it': breakIt, lab };
 
 /** Sentences placing an experiment's result against the ceilings (or saying why none applies). */
 export function placements(experiment, result, ceilings) {
