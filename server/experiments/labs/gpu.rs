@@ -7,10 +7,10 @@
 //! clock around the loop, synchronised first only with `timer_sync`. Each optimiser
 //! step's host time in the loop (all its micro-batches) is kept for the trace.
 //!
-//! Gradient accumulation is timed as `accumulation` micro-batch steps, each with its
-//! own update (the device loop has no separate accumulate kernel): for this model the
-//! update is a handful of small kernels, and the memory lab grades memory through the
-//! allocator model, not this loop.
+//! Gradient accumulation runs `accumulation` micro-batches per optimiser step, summing
+//! their gradients on the device and updating the weights once per step
+//! (`DeviceRun::micro_step`), as the CPU loop does; the memory lab grades memory
+//! through the allocator model, not this loop.
 
 use std::time::Instant;
 
@@ -87,7 +87,8 @@ pub fn run(
         if knobs.recompute {
             run.recompute_hidden(s)?;
         }
-        run.step(s)?;
+        let of = knobs.accumulation.max(1);
+        run.micro_step(s, s % of, of)?;
         let optimizer_step = (s + 1).is_multiple_of(knobs.accumulation.max(1));
         let nth = (s + 1) / knobs.accumulation.max(1);
         // The first loss is read too, so "the loss still falls" has its start.

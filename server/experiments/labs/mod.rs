@@ -232,11 +232,11 @@ impl Experiment for Labs {
         result::describe(&lab(p.lab))
     }
 
-    fn selftest(_: Option<&mut Gpu>) -> Vec<Check> {
+    fn selftest(gpu: Option<&mut Gpu>) -> Vec<Check> {
         let deadline = Deadline::after(std::time::Duration::from_secs(60));
         let data = Tickets::generate();
         let l = lab(LabId::StopWaiting);
-        vec![checked(
+        let mut checks = vec![checked(
             "lab: a synced timer reads the true step time on the CPU",
             cpu::run(&l.reference, l.steps, &data, &deadline),
             |s| {
@@ -245,7 +245,41 @@ impl Experiment for Labs {
                     format!("timer ÷ true = {:.3}", s.timer_ratio),
                 )
             },
-        )]
+        )];
+        if let Some(g) = gpu {
+            // Four micro-batches of 16 summed on the device are one step of 64: the
+            // same loss after ten SGD steps, up to FP32 summation order.
+            let one = Knobs {
+                batch: 64,
+                data_on_device: true,
+                log_every: 100,
+                optimizer: training::Optim::Sgd,
+                ..catalog::SLOW
+            };
+            let four = Knobs {
+                accumulation: 4,
+                ..one
+            };
+            let runs = gpu::run(g, &one, 10, &data, &deadline)
+                .and_then(|a| Ok((a, gpu::run(g, &four, 10, &data, &deadline)?)));
+            checks.push(checked(
+                "lab: four accumulated micro-batches train like one batch on the GPU",
+                runs,
+                |(a, b)| {
+                    let gap = f64::from(
+                        (a.final_loss - b.final_loss).abs() / a.final_loss.abs().max(1e-6),
+                    );
+                    (
+                        gap < 1e-3 && a.final_loss < a.first_loss,
+                        format!(
+                            "loss {:.5} → {:.5} in one batch, {:.5} → {:.5} in four ({:.2e} apart)",
+                            a.first_loss, a.final_loss, b.first_loss, b.final_loss, gap
+                        ),
+                    )
+                },
+            ));
+        }
+        checks
     }
 }
 
