@@ -219,10 +219,10 @@ pub fn run_cpu(
     // On the CPU the loss is already a host number, so reading it costs nothing extra:
     // measure both logging styles anyway, as on the GPU, and report what was measured.
     let probe = params.steps.min(LOGGING_PROBE_STEPS);
-    let timed = |read_every: usize| {
+    // The probes reuse the run's buffers, as its steps do.
+    let mut timed = |read_every: usize| {
         let mut m = Mlp::init(params.hidden);
         let mut o = Optimizer::new(params, &m);
-        let (mut work, mut x, mut y) = (Workspace::default(), Vec::new(), Vec::new());
         let start = Instant::now();
         let mut seen = 0.0f32;
         for step in 0..probe {
