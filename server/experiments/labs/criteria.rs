@@ -56,16 +56,16 @@ pub fn grade(l: &Lab, candidate: &Knobs, b: &Measured, c: &Measured, r: &Measure
         let target = grade::target(nominal, ref_gain);
         let detail = match target {
             grade::Target::At(t) => format!(
-                "samples/s {} against a target of {t:.2}× (nominal {nominal}×; the reference reached {})",
+                "Samples/s {} against a target of {t:.2}× (nominal {nominal}×; the reference reached {})",
                 ratio_text(gain),
                 ratio_text(ref_gain)
             ),
             grade::Target::NotReal => format!(
-                "the reference reached only {} here: these knobs do not speed up this backend, so speed is not graded on it",
+                "The reference reached only {} here: these knobs do not speed up this backend, so speed is not graded on it",
                 ratio_text(ref_gain)
             ),
             grade::Target::Unsure => format!(
-                "the reference's own gain ({}) was lost in the noise of this run: run again",
+                "The reference's own gain ({}) was lost in the noise of this run: run again",
                 ratio_text(ref_gain)
             ),
         };
@@ -84,7 +84,7 @@ pub fn grade(l: &Lab, candidate: &Knobs, b: &Measured, c: &Measured, r: &Measure
                 floor * 100.0
             ),
             verdict: grade::grade_gain(gain, grade::Target::At(floor)),
-            detail: format!("samples/s {}", ratio_text(gain)),
+            detail: format!("Samples/s {}", ratio_text(gain)),
             ratio: gain,
             target: Some(floor),
         });
@@ -115,7 +115,7 @@ pub fn grade(l: &Lab, candidate: &Knobs, b: &Measured, c: &Measured, r: &Measure
             } else {
                 Verdict::Fail
             },
-            detail: format!("{:.4} → {:.4}", c.first_loss, c.final_loss),
+            detail: format!("Loss {:.4} → {:.4}", c.first_loss, c.final_loss),
             ratio: None,
             target: None,
         });
@@ -148,7 +148,7 @@ pub fn grade(l: &Lab, candidate: &Knobs, b: &Measured, c: &Measured, r: &Measure
             ),
             verdict,
             detail: format!(
-                "timer ÷ true step time, median {:.2}",
+                "Timer ÷ true step time, median {:.2}",
                 median(&c.timer_ratio)
             ),
             ratio: None,
@@ -166,7 +166,7 @@ pub fn grade(l: &Lab, candidate: &Knobs, b: &Measured, c: &Measured, r: &Measure
             Criterion {
                 name: "at least one knob turned away from the slow loop".into(),
                 verdict: Verdict::Fail,
-                detail: "these are the baseline's own settings: change a knob, then run again"
+                detail: "These are the baseline's own settings: change a knob, then run again"
                     .into(),
                 ratio: None,
                 target: None,
