@@ -250,13 +250,10 @@ pub async fn uniform_rejections(
     let api = request.uri().path().starts_with("/api/");
     let response = next.run(request).await;
     let status = response.status();
-    let content_type = response
+    let bare = response
         .headers()
         .get(axum::http::header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
-        .map(str::to_owned);
-    let bare = content_type
-        .as_deref()
         .is_none_or(|t| t.starts_with("text/plain"));
     if !status.is_client_error() || !bare {
         return response;

@@ -2,14 +2,19 @@
 //! on first visit, and handlers read it as the [`StudentId`] request extension. No login:
 //! the id is the student's progress key; a display name is optional. Behind an HTTPS
 //! proxy (`--behind-https`) every cookie is also `Secure` ([`CookiePolicy`]).
+//!
+//! This runs on every page view, and a client without the cookie (a crawler, a load
+//! test, a first visit) gets a new id each time: the id's random bits come from a
+//! per-thread pool refilled from the operating system 256 ids at a time rather than a
+//! system call each, and the cookie header is written out directly.
+
+use std::cell::RefCell;
 
 use axum::extract::Request;
-use axum::http::HeaderValue;
-use axum::http::header::SET_COOKIE;
+use axum::http::header::{COOKIE, SET_COOKIE};
+use axum::http::{HeaderMap, HeaderValue};
 use axum::middleware::Next;
 use axum::response::Response;
-use axum_extra::extract::CookieJar;
-use axum_extra::extract::cookie::{Cookie, SameSite};
 
 /// Name of the student cookie.
 pub const STUDENT_COOKIE: &str = "gpulab_student";
@@ -23,11 +28,42 @@ pub struct StudentId(pub String);
 #[derive(Debug, Clone, Copy)]
 pub struct NewVisitor;
 
+/// Random bytes from the operating system, handed out once each.
+struct Pool {
+    bytes: [u8; 4096],
+    /// How many of `bytes` have been handed out.
+    used: usize,
+}
+
+thread_local! {
+    static POOL: RefCell<Pool> = const {
+        RefCell::new(Pool { bytes: [0; 4096], used: 4096 })
+    };
+}
+
+/// 16 random bytes from this thread's pool, refilled from the OS when spent. Every byte
+/// comes from the OS source and is handed out once, so ids stay as unpredictable as a
+/// `getrandom` call each.
+fn random_bytes() -> [u8; 16] {
+    POOL.with_borrow_mut(|pool| {
+        if pool.used + 16 > pool.bytes.len() {
+            // The OS random source failing is not something a web server can recover from.
+            getrandom::fill(&mut pool.bytes)
+                .expect("the operating system's random source is available");
+            pool.used = 0;
+        }
+        let mut out = [0u8; 16];
+        out.copy_from_slice(&pool.bytes[pool.used..pool.used + 16]);
+        // Spent bytes are cleared: nothing later in this thread can read them back.
+        pool.bytes[pool.used..pool.used + 16].fill(0);
+        pool.used += 16;
+        out
+    })
+}
+
 /// 128 random bits as 32 hex digits, for student ids and instructor sessions.
 pub fn random_token() -> String {
-    let mut bytes = [0u8; 16];
-    // The OS random source failing is not something a web server can recover from.
-    getrandom::fill(&mut bytes).expect("the operating system's random source is available");
+    let bytes = random_bytes();
     const HEX: &[u8; 16] = b"0123456789abcdef";
     let mut text = String::with_capacity(32);
     for b in bytes {
@@ -63,31 +99,42 @@ impl CookiePolicy {
 }
 
 /// Builds a cookie that scripts cannot read and other sites cannot send (and, behind
-/// HTTPS, that travels over HTTPS only).
+/// HTTPS, that travels over HTTPS only): `HttpOnly`, `SameSite=Lax`, `Path=/`, a
+/// `Max-Age`, and `Secure` when `policy` asks.
 pub fn private_cookie(
     name: &'static str,
     value: String,
     max_age_days: i64,
     policy: CookiePolicy,
 ) -> HeaderValue {
-    let cookie = Cookie::build((name, value))
-        .path("/")
-        .http_only(true)
-        .secure(policy.secure)
-        .same_site(SameSite::Lax)
-        .max_age(cookie::time::Duration::days(max_age_days))
-        .build();
-    HeaderValue::from_str(&cookie.to_string())
-        .expect("cookie built from hex and ASCII is a valid header")
+    let secure = if policy.secure { "; Secure" } else { "" };
+    let max_age = max_age_days.saturating_mul(24 * 60 * 60);
+    HeaderValue::try_from(format!(
+        "{name}={value}; HttpOnly; SameSite=Lax{secure}; Path=/; Max-Age={max_age}"
+    ))
+    .expect("cookie built from hex and ASCII is a valid header")
+}
+
+/// The value of the `name` cookie in `headers`, when sent (the first one, as a browser
+/// sends the most specific first). Read without parsing every cookie into a jar.
+pub fn cookie<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
+    headers
+        .get_all(COOKIE)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(';'))
+        .find_map(|pair| {
+            let (key, value) = pair.trim().split_once('=')?;
+            (key.trim() == name).then(|| value.trim())
+        })
 }
 
 /// Middleware: attach the student's id, issuing a new one when the cookie is missing
 /// or malformed.
-pub async fn identify(jar: CookieJar, mut request: Request, next: Next) -> Response {
-    let existing = jar
-        .get(STUDENT_COOKIE)
-        .map(|c| c.value().to_string())
-        .filter(|v| is_valid_id(v));
+pub async fn identify(mut request: Request, next: Next) -> Response {
+    let existing = cookie(request.headers(), STUDENT_COOKIE)
+        .filter(|v| is_valid_id(v))
+        .map(str::to_string);
     let fresh = existing.is_none();
     let id = existing.unwrap_or_else(random_token);
     let policy = request
@@ -122,6 +169,28 @@ mod tests {
     }
 
     #[test]
+    fn pooled_tokens_do_not_repeat_across_refills() {
+        // 600 ids span more than two refills of the 256-id pool.
+        let ids: std::collections::HashSet<String> = (0..600).map(|_| random_token()).collect();
+        assert_eq!(ids.len(), 600);
+        assert!(ids.iter().all(|id| is_valid_id(id)));
+    }
+
+    #[test]
+    fn the_student_cookie_is_found_among_others() {
+        let mut headers = HeaderMap::new();
+        headers.insert(
+            COOKIE,
+            HeaderValue::from_static("a=1;gpulab_student=abc ; b=2"),
+        );
+        assert_eq!(cookie(&headers, STUDENT_COOKIE), Some("abc"));
+        assert_eq!(cookie(&headers, "b"), Some("2"));
+        assert_eq!(cookie(&headers, "gpulab"), None);
+        headers.append(COOKIE, HeaderValue::from_static("later=x"));
+        assert_eq!(cookie(&headers, "later"), Some("x"));
+    }
+
+    #[test]
     fn cookies_are_http_only_and_same_site() {
         let header = private_cookie(STUDENT_COOKIE, random_token(), 1, CookiePolicy::default());
         let text = header.to_str().unwrap();
@@ -136,5 +205,10 @@ mod tests {
         let behind_https = CookiePolicy { secure: true };
         let header = private_cookie(STUDENT_COOKIE, random_token(), 1, behind_https);
         assert!(header.to_str().unwrap().contains("; Secure"), "{header:?}");
+        let day = private_cookie("s", "v".into(), 1, CookiePolicy::default());
+        assert!(
+            day.to_str().unwrap().ends_with("; Max-Age=86400"),
+            "{day:?}"
+        );
     }
 }

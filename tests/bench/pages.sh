@@ -10,7 +10,9 @@
 #   bash tests/bench/pages.sh                      # 10 s per load, 2 rounds
 #   BENCH_SECS=30 BENCH_ROUNDS=3 bash tests/bench/pages.sh
 # Environment: GPULAB_BIN (default target/release/gpulab, built when missing), BENCH_PAGE
-# (a lesson slug, default inside-the-gpu), BENCH_SECS, BENCH_ROUNDS, BENCH_CONNECTIONS.
+# (a lesson slug, default inside-the-gpu), BENCH_SECS, BENCH_ROUNDS, BENCH_CONNECTIONS;
+# GPULAB_BASELINE (another gpulab binary, e.g. main's) adds it to the alternation and
+# the table, so a change is compared with what it changes under the same load.
 # Installs Debian's wrk and nginx when missing (as root). Traffic stays on 127.0.0.1.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -39,9 +41,11 @@ fi
 
 WORK="$(mktemp -d "${TMPDIR:-/tmp}/gpulab-bench-XXXXXX")"
 gpulab_pid=""
+baseline_pid=""
 nginx_pid=""
 cleanup() {
   [[ -n "$gpulab_pid" ]] && kill "$gpulab_pid" 2>/dev/null || true
+  [[ -n "$baseline_pid" ]] && kill "$baseline_pid" 2>/dev/null || true
   [[ -n "$nginx_pid" ]] && kill "$nginx_pid" 2>/dev/null || true
   rm -rf "$WORK"
 }
@@ -49,16 +53,30 @@ trap cleanup EXIT
 
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 
-echo "== starting GPU Lab ($BIN)"
-RUST_LOG=warn,gpulab=info "$BIN" serve --addr 127.0.0.1:0 --database "$WORK/bench.db" 2>"$WORK/gpulab.log" &
-gpulab_pid=$!
-gpulab=""
-for _ in $(seq 1 300); do
-  gpulab="$(sed -n 's/.*serving .* on \(http:\/\/127\.0\.0\.1:[0-9]*\).*/\1/p' "$WORK/gpulab.log" | head -n1 || true)"
-  [[ -n "$gpulab" ]] && break
-  sleep 0.1
-done
-[[ -n "$gpulab" ]] || { cat "$WORK/gpulab.log" >&2; exit 1; }
+# start NAME BINARY: runs a GPU Lab on a free port; sets started_pid and started_url.
+start() {
+  echo "== starting $1 ($2)"
+  RUST_LOG=warn,gpulab=info "$2" serve --addr 127.0.0.1:0 --database "$WORK/$1.db" 2>"$WORK/$1.log" &
+  started_pid=$!
+  started_url=""
+  for _ in $(seq 1 300); do
+    started_url="$(sed -n 's/.*serving .* on \(http:\/\/127\.0\.0\.1:[0-9]*\).*/\1/p' "$WORK/$1.log" | head -n1 || true)"
+    [[ -n "$started_url" ]] && return 0
+    sleep 0.1
+  done
+  cat "$WORK/$1.log" >&2
+  exit 1
+}
+start gpulab "$BIN"
+gpulab_pid=$started_pid
+gpulab=$started_url
+servers=(nginx gpulab)
+if [[ -n "${GPULAB_BASELINE:-}" ]]; then
+  start baseline "$GPULAB_BASELINE"
+  baseline_pid=$started_pid
+  baseline="$started_url/lessons/$PAGE"
+  servers+=(baseline)
+fi
 url="$gpulab/lessons/$PAGE"
 
 mkdir -p "$WORK/www/lessons"
@@ -93,6 +111,7 @@ nginx="http://127.0.0.1:$nginx_port"
 
 # Both serve the same page; GPU Lab's reload with its ETag is a 304 with no body.
 cmp <(curl -fsS "$nginx/lessons/$PAGE") <(curl -fsS "$url") || { echo "bench: the two servers differ" >&2; exit 1; }
+[[ -z "$baseline_pid" ]] || cmp <(curl -fsS "$url") <(curl -fsS "$baseline") || { echo "bench: the baseline serves other bytes" >&2; exit 1; }
 etag="$(curl -fsS -D - -o /dev/null -H "Accept-Encoding: $BROWSER_AE" "$url" | tr -d '\r' | sed -n 's/^etag: //Ip')"
 reload="$(curl -sS -o "$WORK/reload" -w '%{http_code}' -H "Accept-Encoding: $BROWSER_AE" -H "If-None-Match: $etag" "$url")"
 [[ "$reload" == 304 && ! -s "$WORK/reload" ]] || { echo "bench: reload answered $reload" >&2; exit 1; }
@@ -118,9 +137,12 @@ for round in $(seq 1 "$ROUNDS"); do
   for mode in plain browser; do
     accept=""
     [[ $mode == browser ]] && accept="$BROWSER_AE"
-    for server in nginx gpulab; do
-      target="$nginx/lessons/$PAGE"
-      [[ $server == gpulab ]] && target="$url"
+    for server in "${servers[@]}"; do
+      case $server in
+        nginx) target="$nginx/lessons/$PAGE" ;;
+        gpulab) target="$url" ;;
+        baseline) target="$baseline" ;;
+      esac
       results[$mode,$server]+="$(load "$target" "$accept");"
       echo "   round $round, $mode, $server: ${results[$mode,$server]##*;}" >/dev/null
     done
@@ -133,20 +155,25 @@ column_of() { tr ';' '\n' | awk -v c="$1" 'NF {print $c}' | tr '\n' ';'; }
 
 mkdir -p target/bench
 {
-  echo "| request | GPU Lab req/s | nginx req/s | ratio | GPU Lab p99 | nginx p99 | p99 ratio |"
-  echo "|---|---|---|---|---|---|---|"
+  echo "| request | server | req/s | nginx req/s | ratio | p99 | nginx p99 | p99 ratio |"
+  echo "|---|---|---|---|---|---|---|---|"
   for mode in plain browser; do
-    g_rps="$(column_of 1 <<<"${results[$mode,gpulab]}" | median)"
     n_rps="$(column_of 1 <<<"${results[$mode,nginx]}" | median)"
-    g_p99="$(column_of 2 <<<"${results[$mode,gpulab]}" | median)"
     n_p99="$(column_of 2 <<<"${results[$mode,nginx]}" | median)"
     label="no Accept-Encoding"
     [[ $mode == browser ]] && label="Accept-Encoding: $BROWSER_AE (nginx: gzip_static)"
-    awk -v l="$label" -v gr="$g_rps" -v nr="$n_rps" -v gp="$g_p99" -v np="$n_p99" 'BEGIN {
-      printf "| %s | %.0f | %.0f | %.2f× | %.2f ms | %.2f ms | %.2f× |\n", l, gr, nr, gr / nr, gp, np, gp / np }'
+    for server in "${servers[@]:1}"; do
+      g_rps="$(column_of 1 <<<"${results[$mode,$server]}" | median)"
+      g_p99="$(column_of 2 <<<"${results[$mode,$server]}" | median)"
+      name="GPU Lab"
+      [[ $server == baseline ]] && name="baseline"
+      awk -v l="$label" -v s="$name" -v gr="$g_rps" -v nr="$n_rps" -v gp="$g_p99" -v np="$n_p99" 'BEGIN {
+        printf "| %s | %s | %.0f | %.0f | %.2f× | %.2f ms | %.2f ms | %.2f× |\n", l, s, gr, nr, gr / nr, gp, np, gp / np }'
+    done
   done
   echo
   echo "Page: /lessons/$PAGE ($(wc -c <"$WORK/www/lessons/$PAGE") bytes; gzip $(wc -c <"$WORK/www/lessons/$PAGE.gz"))."
-  echo "wrk -t2 -c$CONNECTIONS -d${SECS}s, median of $ROUNDS rounds, servers alternating; $(nproc) cores."
+  echo "wrk -t2 -c$CONNECTIONS -d${SECS}s, median of $ROUNDS rounds, servers alternating (${servers[*]}); $(nproc) cores; load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)."
+  [[ -z "$baseline_pid" ]] || echo "baseline: $GPULAB_BASELINE."
   echo "Reload with If-None-Match: $reload, empty body. GPU Lab idle RSS with every encoding held: $((rss_kib / 1024)) MiB."
 } | tee target/bench/pages.md
