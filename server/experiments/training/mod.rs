@@ -5,14 +5,16 @@
 //! It reports the loss curve, step time, samples per second, and the measured cost of
 //! reading the loss every step against every `log_every` steps.
 //!
-//! [`model`] is the CPU implementation and the reference, built from [`ops`] (one
-//! function per kernel) and computed in [`step`]'s reused buffers, fused row by row;
-//! [`gpu`] runs the same steps with cuBLAS and our kernels, and the selftest compares
-//! the two loss curves. [`logging`] is how both time the cost
-//! of reading the loss; [`timeline`] turns a run's steps into a Chrome trace.
+//! [`mlp`] is the model and its initialisation; [`model`] is the CPU implementation and
+//! the reference, built from [`ops`] (one function per kernel) and computed in
+//! [`step`]'s reused buffers, fused row by row; [`gpu`] runs the same steps with cuBLAS
+//! and our kernels, and the selftest compares the two loss curves. [`logging`] is how
+//! both time the cost of reading the loss; [`timeline`] turns a run's steps into a
+//! Chrome trace.
 
 pub mod gpu;
 pub mod logging;
+pub mod mlp;
 pub mod model;
 pub mod ops;
 pub mod step;

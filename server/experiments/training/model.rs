@@ -1,20 +1,16 @@
-//! The training run's model and its CPU implementation: the synthetic tickets, the
-//! MLP and its initialisation, the forward and backward pass (computed by
-//! [`super::step`]), SGD and Adam. This is the reference the GPU path must agree
+//! The training run's CPU implementation: the synthetic tickets, the forward and
+//! backward pass of the MLP ([`super::mlp`], computed by [`super::step`]), SGD and Adam. This is the reference the GPU path must agree
 //! with: the same data, the same initialisation, the same update rules, step for step.
 
 use std::time::Instant;
 
+pub use super::mlp::{CLASSES, FEATURES, Mlp};
 use super::ops;
 use super::step::Workspace;
 use super::{LossPoint, Optim, TrainParams, TrainPrecision, TrainResult};
 use crate::cpu::{Mat, gemm};
 use crate::measure::{Deadline, summarize};
 
-/// Features per ticket (a pooled embedding of its tokens).
-pub const FEATURES: usize = 32;
-/// The three actions.
-pub const CLASSES: usize = 3;
 /// Tickets in the synthetic data set.
 pub const DATASET: usize = 4096;
 /// Steps of the two extra runs that price reading the loss every step.
@@ -65,44 +61,6 @@ impl Tickets {
             x.extend_from_slice(&self.x[i * FEATURES..(i + 1) * FEATURES]);
             y.push(self.y[i]);
         }
-    }
-}
-
-/// The model's parameters (FP32 master weights).
-#[derive(Debug, Clone)]
-pub struct Mlp {
-    /// FEATURES × hidden.
-    pub w1: Vec<f32>,
-    /// hidden.
-    pub b1: Vec<f32>,
-    /// hidden × CLASSES.
-    pub w2: Vec<f32>,
-    /// CLASSES.
-    pub b2: Vec<f32>,
-    /// Hidden width.
-    pub hidden: usize,
-}
-
-impl Mlp {
-    /// PyTorch-style uniform(±1/√fan_in) initialisation from a fixed seed.
-    pub fn init(hidden: usize) -> Self {
-        let scale = |v: Vec<f32>, fan_in: usize| {
-            v.into_iter()
-                .map(|x| x / (fan_in as f32).sqrt())
-                .collect::<Vec<_>>()
-        };
-        Self {
-            w1: scale(crate::cpu::random_matrix(FEATURES * hidden, 21), FEATURES),
-            b1: scale(crate::cpu::random_matrix(hidden, 22), FEATURES),
-            w2: scale(crate::cpu::random_matrix(hidden * CLASSES, 23), hidden),
-            b2: scale(crate::cpu::random_matrix(CLASSES, 24), hidden),
-            hidden,
-        }
-    }
-
-    /// Parameters as slices, in a fixed order (for optimisers and checks).
-    pub fn tensors_mut(&mut self) -> [&mut Vec<f32>; 4] {
-        [&mut self.w1, &mut self.b1, &mut self.w2, &mut self.b2]
     }
 }
 

@@ -25,7 +25,7 @@
 
 use half::bf16;
 
-use super::model::{CLASSES, FEATURES, Mlp};
+use super::mlp::{CLASSES, FEATURES, Mlp};
 use super::ops;
 use crate::cpu::{Mat, gemm};
 
