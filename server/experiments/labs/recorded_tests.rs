@@ -2,7 +2,7 @@
 //! each recorded case's three settings are re-graded through [`super::result::assemble`]
 //! and must come out as the case's measurements say they should, for the reason
 //! written beside each. The recordings keep the per-round samples exactly as measured,
-//! so a change to the rule is tried on the noise of a real box, quiet and busy.
+//! so a change to the rule is tried on the noise of a real box, busy and quiet.
 
 use serde::Deserialize;
 
@@ -58,6 +58,8 @@ impl Setting {
 
 /// Two cores of an Intel Xeon, recorded while three builds ran beside it (load ≈ 6.5).
 const BUSY_XEON: &str = include_str!("recorded/intel-xeon-2-cores-busy.json");
+/// The same machine with nothing else running (load ≈ 1.4).
+const QUIET_XEON: &str = include_str!("recorded/intel-xeon-2-cores-quiet.json");
 
 /// An empty trace that says which backend ran the recording (what `assemble` reads).
 fn trace_for(on_gpu: bool) -> Trace {
@@ -156,11 +158,87 @@ fn a_busy_box_grades_what_it_can_and_calls_the_rest_inconclusive() {
 }
 
 #[test]
+fn a_quiet_box_grades_every_speed_criterion() {
+    let graded = regrade(QUIET_XEON);
+    assert!(
+        graded.iter().all(|(_, load, _)| *load < 2.5),
+        "recorded quiet"
+    );
+    let expect = |label: &str, want: Verdict, why: &str| {
+        let r = verdict_of(&graded, label);
+        assert_eq!(r.verdict, want, "{label}: {why}\n{:#?}", r.criteria);
+    };
+    expect(
+        "feed-reference",
+        Verdict::Pass,
+        "every round 2.69× or more, against the 2.3× target the CPU's reference (2.7×) sets",
+    );
+    expect(
+        "feed-batch-64",
+        Verdict::Fail,
+        "a batch of 64 alone reaches 1.9-2.1×, under that 2.3× target in every round",
+    );
+    expect(
+        "feed-pinned-only",
+        Verdict::Fail,
+        "pinned memory does nothing on a CPU: 1.0× in all but one round",
+    );
+    expect(
+        "doctor-batch-32",
+        Verdict::Fail,
+        "a batch of 32 alone reaches 2.3-2.7×, under the 3.0× target the CPU's reference (3.65×) sets",
+    );
+    expect(
+        "doctor-reference",
+        Verdict::Fail,
+        "the GPU's fix includes BF16, which this CPU only emulates: 3.0-3.8× against 4×",
+    );
+    expect(
+        "stop-no-timer-sync",
+        Verdict::Fail,
+        "the timer without a sync reads 0.84-0.86 of the true step time",
+    );
+    expect(
+        "stop-reference",
+        Verdict::Pass,
+        "a synced timer reads 0.99-1.0; reading the loss less often is no faster on a CPU",
+    );
+    expect(
+        "budget-accumulate-4",
+        Verdict::Pass,
+        "the budget fits and the speed floor holds",
+    );
+    expect(
+        "budget-bf16-only",
+        Verdict::Fail,
+        "BF16 alone leaves the modelled peak over the budget",
+    );
+    expect(
+        "precision-bf16",
+        Verdict::Pass,
+        "the loss within 2% of FP32's; emulated BF16 is slower, so speed is not graded",
+    );
+    // The targets the reasons above name: sized from this backend's reference, or nominal.
+    let target = |label: &str| verdict_of(&graded, label).criteria[0].target.unwrap();
+    assert!((2.2..2.4).contains(&target("feed-reference")));
+    assert!((2.9..3.1).contains(&target("doctor-batch-32")));
+    assert_eq!(target("doctor-reference"), 4.0);
+    // Nothing is inconclusive here: every graded speed criterion got a verdict.
+    assert!(
+        graded
+            .iter()
+            .all(|(_, _, r)| r.verdict != Verdict::Inconclusive)
+    );
+}
+
+#[test]
 fn the_baseline_run_as_a_candidate_never_passes_on_recorded_noise() {
     // Every recorded baseline, graded as if it were the learner's settings against
     // itself: the same measurements cannot be an improvement.
-    let r: Recording = serde_json::from_str(BUSY_XEON).unwrap();
-    for c in r.cases {
+    for c in [BUSY_XEON, QUIET_XEON]
+        .iter()
+        .flat_map(|text| serde_json::from_str::<Recording>(text).unwrap().cases)
+    {
         let l = lab(c.lab);
         let base = c.baseline.runs();
         let runs = [base.clone(), base, c.reference.runs()];
