@@ -6,7 +6,7 @@ use serde::Serialize;
 
 use super::catalog::{Knob, Knobs, Lab};
 use super::grade::{self, Ratio, Verdict};
-use super::sample::Measured;
+use super::sample::{Measured, median};
 
 /// One graded criterion.
 #[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
@@ -31,10 +31,6 @@ pub struct Graded {
     pub explanation: Vec<String>,
     /// What the lab's reference gained over the baseline in this run.
     pub reference_gain: Option<Ratio>,
-}
-
-fn median(v: &[f64]) -> f64 {
-    crate::measure::summarize(v).map_or(f64::NAN, |s| s.median)
 }
 
 /// Grades `l`'s goals on the baseline `b`, the candidate `c` (the setting `candidate`)
@@ -149,7 +145,7 @@ pub fn grade(l: &Lab, candidate: &Knobs, b: &Measured, c: &Measured, r: &Measure
             verdict,
             detail: format!(
                 "Timer ÷ true step time, median {:.2}",
-                median(&c.timer_ratio)
+                median(c.timer_ratio.iter().copied())
             ),
             ratio: None,
             target: None,

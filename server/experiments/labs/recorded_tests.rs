@@ -95,6 +95,12 @@ fn verdict_of<'a>(graded: &'a [(String, f64, LabResult)], label: &str) -> &'a La
         .2
 }
 
+/// Asserts that recorded case `label` graded `want`, for the reason `why`.
+fn expect_verdict(graded: &[(String, f64, LabResult)], label: &str, want: Verdict, why: &str) {
+    let r = verdict_of(graded, label);
+    assert_eq!(r.verdict, want, "{label}: {why}\n{:#?}", r.criteria);
+}
+
 #[test]
 fn a_busy_box_grades_what_it_can_and_calls_the_rest_inconclusive() {
     let graded = regrade(BUSY_XEON);
@@ -102,10 +108,7 @@ fn a_busy_box_grades_what_it_can_and_calls_the_rest_inconclusive() {
         graded.iter().all(|(_, load, _)| *load > 4.0),
         "recorded busy"
     );
-    let expect = |label: &str, want: Verdict, why: &str| {
-        let r = verdict_of(&graded, label);
-        assert_eq!(r.verdict, want, "{label}: {why}\n{:#?}", r.criteria);
-    };
+    let expect = |label, want, why| expect_verdict(&graded, label, want, why);
     // Effects that do not depend on the clock hold however busy the box is.
     expect(
         "budget-accumulate-4",
@@ -164,10 +167,7 @@ fn a_quiet_box_grades_every_speed_criterion() {
         graded.iter().all(|(_, load, _)| *load < 2.5),
         "recorded quiet"
     );
-    let expect = |label: &str, want: Verdict, why: &str| {
-        let r = verdict_of(&graded, label);
-        assert_eq!(r.verdict, want, "{label}: {why}\n{:#?}", r.criteria);
-    };
+    let expect = |label, want, why| expect_verdict(&graded, label, want, why);
     expect(
         "feed-reference",
         Verdict::Pass,

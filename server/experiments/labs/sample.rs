@@ -113,7 +113,8 @@ pub struct Measured {
     pub memory: MemoryProfile,
 }
 
-fn median(v: impl Iterator<Item = f64>) -> f64 {
+/// The median of `v` (NaN when empty).
+pub(super) fn median(v: impl Iterator<Item = f64>) -> f64 {
     let v: Vec<f64> = v.collect();
     summarize(&v).map_or(f64::NAN, |s| s.median)
 }
