@@ -154,7 +154,15 @@ async fn the_instructor_sees_gpu_use_per_student() {
     crate::support::jobs::wait_for_as(&app, &ann, queued["job_id"].as_u64().unwrap()).await;
     let (teacher, _) = instructor(&app, "class-token-long-enough-for-the-rule-32").await;
     let page = text(&teacher, &format!("{}/instructor", app.base)).await;
-    assert!(page.contains("GPU use per student"), "{page}");
+    // The words name what the class shares: a CPU server promises no GPU.
+    let device: Value = send_json(teacher.get(format!("{}/api/device", app.base))).await;
+    let (unit, other) = match device["gpu"]["backend"].as_str() {
+        Some("cuda") => ("GPU", "CPU"),
+        _ => ("CPU", "GPU"),
+    };
+    assert!(page.contains(&format!("{unit} use per student")), "{page}");
+    assert!(page.contains(&format!("The shared {unit}")), "{page}");
+    assert!(!page.contains(&format!("shared {other}")), "{page}");
     assert!(
         page.contains("Ann &#60;b&#62;Lee&#60;/b&#62;"),
         "name escaped: {page}"

@@ -216,6 +216,14 @@ pub struct LiveView {
     pub taken_at: String,
 }
 
+impl LiveView {
+    /// What the class shares, for the page's words: `GPU` on a GPU, `CPU` on a server
+    /// that runs the experiments on its CPU (so a button never promises a GPU it lacks).
+    pub fn unit(&self) -> &'static str {
+        if self.backend == "cuda" { "GPU" } else { "CPU" }
+    }
+}
+
 /// One student's use of the shared GPU.
 #[derive(Debug, Clone, Serialize)]
 pub struct GpuUseRow {
