@@ -52,6 +52,17 @@ pub struct Config {
     /// http:// (a laptop, a class LAN), where `Secure` cookies would not be kept.
     #[arg(long, env = "GPULAB_BEHIND_HTTPS", default_value_t = false)]
     pub behind_https: bool,
+    /// This machine's CPU SGEMM reference, which `bash tests/bench/sgemm.sh` writes (numpy
+    /// with OpenBLAS against GPU Lab's CPU product); the matmul panel compares its CPU
+    /// times with it. A relative path is read from the working directory; no file, no
+    /// comparison. A record made on another CPU model or core count is not used.
+    #[arg(
+        long,
+        env = "GPULAB_CPU_REFERENCE",
+        default_value = Config::DEFAULT_CPU_REFERENCE,
+        value_name = "FILE"
+    )]
+    pub cpu_reference: PathBuf,
     /// Caps that protect the shared GPU and the server.
     #[command(flatten)]
     pub limits: Limits,
@@ -64,6 +75,10 @@ impl Config {
         std::net::Ipv4Addr::LOCALHOST,
         8000,
     ));
+
+    /// Where `tests/bench/sgemm.sh` writes its record, from the repository's root: a
+    /// learner who ran it and then `cargo run --release` there gets the comparison.
+    pub const DEFAULT_CPU_REFERENCE: &str = "target/bench/cpu-reference.json";
 }
 
 impl Default for Config {
@@ -75,6 +90,7 @@ impl Default for Config {
             instructor_token: None,
             role: Role::All,
             behind_https: false,
+            cpu_reference: PathBuf::from(Self::DEFAULT_CPU_REFERENCE),
             limits: Limits::default(),
         }
     }
@@ -274,5 +290,6 @@ mod tests {
         assert_eq!(parsed.limits, Limits::default());
         assert_eq!(parsed.addr, Config::default().addr);
         assert_eq!(parsed.database, Config::default().database);
+        assert_eq!(parsed.cpu_reference, Config::default().cpu_reference);
     }
 }

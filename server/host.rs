@@ -1,7 +1,11 @@
 //! The host machine as Linux describes it: the CPU model and core count, total and
 //! available RAM from `/proc/meminfo`, and this process's resident memory. Read by the
 //! device card (every card names its host CPU), the CPU backend's memory snapshot and
-//! the allocator playground's third bar.
+//! the allocator playground's third bar. [`blas_reference`] reads this machine's
+//! recorded SGEMM timings against numpy/OpenBLAS, which `/api/device` serves in the
+//! card's CPU when they were made on this CPU.
+
+pub mod blas_reference;
 
 use serde::Serialize;
 
@@ -18,6 +22,11 @@ pub struct CpuInfo {
     /// cards recorded before it was reported.
     #[serde(default)]
     pub sgemm_kernel: String,
+    /// numpy/OpenBLAS against our SGEMM, recorded on this CPU by `tests/bench/sgemm.sh`;
+    /// present only when such a record was found and names this CPU
+    /// ([`blas_reference::load`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub blas_reference: Option<blas_reference::BlasReference>,
 }
 
 /// A `/proc/meminfo` field (`MemTotal:`, `MemAvailable:`) in bytes.
@@ -54,6 +63,7 @@ pub fn cpu_info() -> CpuInfo {
         logical_cores: std::thread::available_parallelism().map_or(1, |n| n.get()),
         memory_total_bytes: meminfo("MemTotal:"),
         sgemm_kernel: crate::cpu::kernel().to_string(),
+        blas_reference: None,
     }
 }
 

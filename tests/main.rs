@@ -10,6 +10,7 @@ mod cli;
 mod cockpit;
 mod config_table;
 mod content;
+mod cpu_reference;
 mod cuda_libraries;
 mod docker;
 mod durability;

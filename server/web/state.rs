@@ -1,7 +1,8 @@
 //! The one [`AppState`] every handler shares through `State`: read-only after start-up,
 //! one `Arc` around [`Shared`], so the several clones axum makes per request are one
 //! atomic increment each, not one per field (a page view clones it about four times). It is built from the [`Config`] by loading the
-//! course, opening the database and starting the engine; nothing in it knows about
+//! course, opening the database, starting the engine and reading the CPU reference
+//! record made on the engine's CPU, if there is one; nothing in it knows about
 //! routes, so handlers depend on the state and never the reverse.
 
 use std::sync::Arc;
@@ -16,6 +17,8 @@ use crate::course::problem::Problems;
 use crate::course::{ContentSource, Course};
 use crate::db::{Db, DbError};
 use crate::engine::Engine;
+use crate::host::CpuInfo;
+use crate::host::blas_reference::{self, BlasReference};
 use crate::metrics::Metrics;
 use crate::ratelimit::StudentLimiter;
 
@@ -66,6 +69,9 @@ pub struct Shared {
     pub metrics: Arc<Metrics>,
     /// This server's recent measurements (hardware-graded quiz questions).
     pub measurements: Arc<crate::web::measurements::Measurements>,
+    /// The CPU SGEMM reference record (`--cpu-reference`), read once at start-up, when
+    /// it was made on the CPU the experiments run on; `/api/device` serves it.
+    pub blas_reference: Option<BlasReference>,
 }
 
 /// Why the server could not start.
@@ -123,6 +129,7 @@ impl AppState {
             (crate::config::Role::Web, None) => return Err(StartupError::WebNeedsPostgres),
         };
         let device = DeviceStatus::from_card(&engine.card);
+        let blas_reference = read_blas_reference(&config.cpu_reference, &engine.card.cpu);
         let pages = Prerendered::render(&course, &layout, &assets, &device)?;
         // Compress every page and asset once, off the request path.
         let warm: Vec<_> = pages.all().chain(assets.all()).cloned().collect();
@@ -159,6 +166,26 @@ impl AppState {
             db,
             engine,
             measurements,
+            blas_reference,
         })))
+    }
+}
+
+/// The record at `path` when it was made on `cpu` (the CPU the experiments run on: on a
+/// web node, the worker's). No file is no record, quietly; a file that cannot be used
+/// is logged once with why, and the panel then shows no comparison rather than a wrong
+/// one.
+fn read_blas_reference(path: &std::path::Path, cpu: &CpuInfo) -> Option<BlasReference> {
+    match blas_reference::load(path, cpu) {
+        Ok(found) => {
+            if found.is_some() {
+                tracing::info!(path = %path.display(), "CPU SGEMM reference read");
+            }
+            found
+        }
+        Err(why) => {
+            tracing::warn!(path = %path.display(), "CPU SGEMM reference not used: {why}");
+            None
+        }
     }
 }

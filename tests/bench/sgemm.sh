@@ -102,4 +102,48 @@ for n in sizes:
         continue
     print(f"| {n} | {statistics.median(mine[n]):.4g} | {statistics.median(theirs[n]):.4g} | "
           f"{statistics.median(ratios[n]):.2f}× | {min(ratios[n]):.2f}–{max(ratios[n]):.2f}× |")
+
+# The record the server reads (`--cpu-reference`, default target/bench/cpu-reference.json,
+# server/host/blas_reference.rs): the matmul panel divides numpy's median here by its live
+# CPU time. It names the CPU exactly as `gpulab device` does, so a server on another CPU
+# model or core count refuses it; the date and load averages say when, and how busy.
+import datetime
+
+BLAS_NAMES = {"openblas": "OpenBLAS", "mkl": "MKL", "blis": "BLIS", "accelerate": "Accelerate"}
+try:
+    from threadpoolctl import threadpool_info
+    pools = [i for i in threadpool_info() if i.get("user_api") == "blas"]
+except ImportError:
+    pools = []
+if pools:
+    pool = pools[0]
+    blas_name = f"{BLAS_NAMES.get(pool.get('internal_api'), pool.get('internal_api'))} {pool.get('version')}"
+    kernel = f"{pool['architecture']} kernel, " if pool.get("architecture") else ""
+    library = f"numpy {numpy.__version__} with {blas_name} ({kernel}{pool.get('num_threads')} threads)"
+else:
+    blas_name = "numpy's BLAS"
+    library = f"numpy {numpy.__version__} (BLAS unknown: threadpoolctl missing)"
+record_rows = [{"size": n,
+                "numpy_ms": float(f"{statistics.median(theirs[n]):.4g}"),
+                "gpulab_ms": float(f"{statistics.median(mine[n]):.4g}"),
+                "ratio": float(f"{statistics.median(ratios[n]):.3g}")} for n in sizes if ratios[n]]
+if record_rows and cpu.get("model") and cpu.get("logical_cores"):
+    record = {
+        "format": 1,
+        "cpu": {"model": cpu["model"], "logical_cores": cpu["logical_cores"]},
+        "blas": blas_name,
+        "library": library,
+        "recorded_at": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z"),
+        "load_average": {"before": [round(x, 2) for x in load_before], "after": [round(x, 2) for x in load_after]},
+        "rounds": rounds,
+        "rows": record_rows,
+    }
+    with open("target/bench/cpu-reference.json", "w") as f:
+        json.dump(record, f, indent=1)
+        f.write("\n")
+    print("sgemm.sh: wrote target/bench/cpu-reference.json, the matmul panel's CPU reference "
+          "(a server reads it when it starts)", file=sys.stderr)
+else:
+    print("sgemm.sh: no CPU reference written: no size was measured on both sides, or the card names no CPU",
+          file=sys.stderr)
 EOF

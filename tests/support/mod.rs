@@ -55,6 +55,9 @@ pub fn repo_path(relative: &str) -> PathBuf {
 
 /// A config for tests: embedded course, port 0, database at `database`.
 pub fn test_config(database: PathBuf) -> Config {
+    // Beside the test's database, where no record is unless a test writes one (the
+    // default would read a record a benchmark left in target/).
+    let cpu_reference = database.with_file_name("cpu-reference.json");
     Config {
         addr: "127.0.0.1:0".parse().unwrap(),
         content_dir: None,
@@ -62,6 +65,7 @@ pub fn test_config(database: PathBuf) -> Config {
         instructor_token: None,
         role: gpulab::config::Role::All,
         behind_https: false,
+        cpu_reference,
         limits: gpulab::config::Limits {
             // Off by default so tests may queue many jobs; the rate-limit test sets it.
             experiments_per_minute: 0,

@@ -91,8 +91,10 @@ pub async fn device(State(state): State<AppState>) -> Json<DeviceInfo> {
                 None => c,
             }
         });
+    let mut device = (**card).clone();
+    device.cpu.blas_reference.clone_from(&state.blas_reference);
     Json(DeviceInfo {
-        device: (**card).clone(),
+        device,
         ceilings,
         queue_depth: state.engine.queue_depth().await,
         limits: json!({

@@ -1,6 +1,7 @@
 // e2e check for the "matmul-crossover" live experiment
 // (web/static/js/experiments/matmul-crossover.js): run a small sweep, expect a chart
-// (canvas) and positive times in the table, and switch the chart to GFLOP/s.
+// (canvas) and positive times in the table, and switch the chart to GFLOP/s; the CPU
+// line's comparison with OpenBLAS on this machine, or how to record one, is stated.
 // Then the run's trace (tests/e2e/lib/trace-view.mjs): lanes, table, the downloaded file's tracks.
 import { checkTraceView, onGpu } from '../lib/trace-view.mjs';
 
@@ -31,6 +32,9 @@ export default async function check({ page, figure, assert }) {
   const flagged = spreads.some((c) => /outlier/.test(c));
   assert.equal(/Outliers \(/.test(findings), flagged, `outlier sentences match the table (${spreads}): ${findings}`);
   if (/Every point settled/.test(findings)) assert.ok(!flagged && !/Noisy points/.test(findings), findings);
+  // The CPU line against OpenBLAS on this machine (a record from tests/bench/sgemm.sh), or
+  // how to record one: either way the sentence names the script.
+  assert.match(findings, /GPU Lab's own (CPU )?SGEMM[^\n]*tests\/bench\/sgemm\.sh|Nothing to compare with [^\n]*tests\/bench\/sgemm\.sh/, findings);
   // The run's trace: lanes, table and the downloadable file, its tracks named.
   const gpu = await onGpu(page);
   await checkTraceView({ page, figure, assert }, 'matmul', [/^CPU: SGEMM/, ...(gpu ? [/^GPU stream/] : [])]);

@@ -4,6 +4,8 @@
 // counting the copy in. The crossover sizes (first n from which the GPU keeps winning)
 // are marked on the chart and stated in words; without a GPU the panel says there is
 // nothing to cross and points at how the CPU's rate changes with size.
+// Under the findings, how the CPU line compares with OpenBLAS recorded on this machine
+// (blas-reference.js, from the card's `cpu.blas_reference`), or how to record it.
 // Below the figures, where the result sits against this device's measured ceilings
 // (panel-ceiling.js), and the run's timeline from the same clock readings: lanes, a table and
 // "Download trace" (panel-trace.js).
@@ -14,6 +16,7 @@ import {
 } from './panel.js';
 import { mountChart, axis, xAxis, lineSeries, log2Values, bandFill, bandEdge } from './panel-chart.js';
 import { matmulSeries, crossoverSize } from '../logic/panel-series.js';
+import { blasComparison } from '../logic/blas-reference.js';
 import { bandColumns, spreadFindings } from '../logic/sweep-spread.js';
 import { formatFlops, formatMs, formatSig, formatTimes, formatError, powerOfTwoSteps, largestStepAtMost } from '../logic/panel-format.js';
 import { traceView } from './panel-trace.js';
@@ -58,6 +61,13 @@ function findings(result, data, cross) {
     }
   }
   return out;
+}
+
+/** The CPU line against OpenBLAS on this machine, when there is a CPU line. */
+function cpuAgainstLibrary(result, series, reference) {
+  if (!series.some((s) => s.key === 'cpu_ms')) return [];
+  const { text, tone } = blasComparison(result.rows, reference);
+  return [finding(text, tone)];
 }
 
 function drawCrossovers(cross, colors) {
@@ -185,6 +195,7 @@ function render(results, result, state) {
     chartHost,
     legend([...series.map((s) => ({ label: s.label, tone: s.tone, dash: s.dash })), { label: 'Shaded: middle half of the samples (IQR)', tone: 'muted', fill: true }]),
     ...findings(result, data, cross),
+    ...cpuAgainstLibrary(result, series, state.blasReference),
     ...spread.map((f) => finding(f.text, f.tone)),
     dataTable({ caption: 'Median per size (FP32, 2n³ FLOP per product); each size repeated at least 5 times, more until its spread settled or its time budget ran out', columns, rows }),
     ceilingView('matmul', result),
@@ -202,7 +213,7 @@ export async function mount(figure, params) {
   const steps = powerOfTwoSteps(min, cap);
   let target = startValue(spec, params, 'max_size');
   if (device.kind === 'cpu') target = Math.min(target, CPU_DEFAULT_SIZE);
-  const state = { chart: null, mode: 'time' };
+  const state = { chart: null, mode: 'time', blasReference: (device.cpu && device.cpu.blas_reference) || null };
   standardPanel(figure, device, {
     experiment: 'matmul',
     intro: 'Square FP32 matrix products from 16 × 16 upward, timed on the CPU and, when there is one, on the GPU.',
