@@ -7,7 +7,9 @@
 # threads, the load average before and after, and per size the median over rounds of
 # each side's time and of ours ÷ numpy as speed (1.00 = level).
 # A benchmark, not a test: it fails only when something could not run. The table also
-# goes to target/bench/sgemm.md.
+# goes to target/bench/sgemm.md, and the medians to target/bench/cpu-reference.json, the
+# record a server started from here reads (--cpu-reference) for the matmul panel's
+# "N% of OpenBLAS's speed on this machine".
 #
 #   bash tests/bench/sgemm.sh            # 7 rounds, n = 128 … 2048
 #   BENCH_ROUNDS=11 BENCH_MAX=1024 bash tests/bench/sgemm.sh
