@@ -6,7 +6,7 @@
 //!
 //! A batch from host memory is gathered into a fresh buffer and copied once more (the
 //! CPU's stand-in for the host→device copy); a resident data set is read in place.
-//! `pinned` and `non_blocking` change nothing here (see [`super::catalog::Knob`]).
+//! `pinned` and `non_blocking` change nothing here (see [`super::knobs::Knob`]).
 //! The step itself is the training run's reference step ([`crate::experiments::training::model`]),
 //! with gradient accumulation over micro-batches and optional recomputation of layer 1.
 //! Each step's host time in the loop is kept for the trace ([`super::timeline`]).
@@ -14,7 +14,7 @@
 use std::sync::mpsc;
 use std::time::Instant;
 
-use super::catalog::Knobs;
+use super::knobs::Knobs;
 use super::sample::{RunClock, RunSample, TimeProfile};
 use crate::cpu::{Mat, gemm};
 use crate::experiments::ExperimentError;
@@ -199,7 +199,7 @@ fn device(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::experiments::labs::catalog::SLOW;
+    use crate::experiments::labs::knobs::SLOW;
     use crate::experiments::training::Optim;
     use std::time::Duration;
 

@@ -4,8 +4,9 @@
 
 use serde::Serialize;
 
-use super::catalog::{Knob, Knobs, Lab};
+use super::catalog::Lab;
 use super::grade::{self, Ratio, Verdict};
+use super::knobs::{Knob, Knobs};
 use super::sample::{Measured, median};
 
 /// One graded criterion.

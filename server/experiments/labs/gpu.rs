@@ -14,8 +14,8 @@
 
 use std::time::Instant;
 
-use super::catalog::Knobs;
 use super::cpu::train_params;
+use super::knobs::Knobs;
 use super::sample::{RunClock, RunSample, TimeProfile};
 use crate::experiments::ExperimentError;
 use crate::experiments::training::gpu::DeviceRun;

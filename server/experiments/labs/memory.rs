@@ -9,7 +9,7 @@ use crate::experiments::training::model::{CLASSES, FEATURES};
 use crate::experiments::training::{Optim, TrainPrecision};
 use crate::playground::allocator::{AllocConf, Allocator, Chunk, Driver};
 
-use super::catalog::Knobs;
+use super::knobs::Knobs;
 
 /// A device with no limit of its own (the budget is graded, not enforced).
 struct Unlimited;

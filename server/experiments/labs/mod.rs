@@ -6,7 +6,8 @@
 //! parameter serves the five labs ([`catalog`]), so they share one route, one panel and
 //! the same caps, rate limits and queue as every other experiment.
 //!
-//! [`params`] is what a learner submits; [`cpu`] is the loop on the CPU backend, [`gpu`] the same loop on the GPU;
+//! [`knobs`] are what a learner turns, [`params`] what a learner submits; [`cpu`] is
+//! the loop on the CPU backend, [`gpu`] the same loop on the GPU;
 //! [`memory`] replays a setting through the allocator model for the memory budget.
 //! [`criteria`] grades each of a lab's goals, [`result`] assembles the graded result
 //! and its explanation; [`timeline`] draws the job's runs and their steps as a Chrome
@@ -18,6 +19,7 @@ pub mod cpu;
 pub mod criteria;
 pub mod gpu;
 pub mod grade;
+pub mod knobs;
 pub mod memory;
 pub mod params;
 pub mod result;
@@ -40,8 +42,9 @@ use super::{Experiment, ExperimentError, ParamError, Rule};
 use crate::config::Limits;
 use crate::gpu::Gpu;
 use crate::measure::Deadline;
-pub use catalog::{ALL, Knob, Knobs, Lab, LabId, lab};
+pub use catalog::{ALL, Lab, LabId, lab};
 pub use grade::Verdict;
+pub use knobs::{Knob, Knobs};
 pub use params::LabParams;
 pub use result::LabResult;
 
@@ -254,7 +257,7 @@ impl Experiment for Labs {
                 data_on_device: true,
                 log_every: 100,
                 optimizer: training::Optim::Sgd,
-                ..catalog::SLOW
+                ..knobs::SLOW
             };
             let four = Knobs {
                 accumulation: 4,

@@ -5,7 +5,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::catalog::{Knob, Knobs, LabId, lab};
+use super::catalog::{LabId, lab};
+use super::knobs::{Knob, Knobs};
 use crate::experiments::training::{Optim, TrainPrecision};
 
 /// What the learner submits: the lab and its knobs. Knobs the lab does not offer are

@@ -6,8 +6,8 @@
 
 use serde::Deserialize;
 
-use super::catalog::Knobs;
 use super::grade::Verdict;
+use super::knobs::Knobs;
 use super::result::{LabResult, assemble};
 use super::sample::{RunClock, RunSample, TimeProfile};
 use super::{LabId, lab};

@@ -5,10 +5,11 @@
 
 use serde::Serialize;
 
-use super::catalog::{Knobs, Lab};
+use super::catalog::Lab;
 pub use super::criteria::Criterion;
 use super::criteria::{self, changed};
 use super::grade::{Ratio, Verdict};
+use super::knobs::Knobs;
 use super::sample::{Measured, RunSample, measured};
 use crate::format::thousands;
 

@@ -7,7 +7,7 @@ use std::time::Instant;
 
 use serde::Serialize;
 
-use super::catalog::Knobs;
+use super::knobs::Knobs;
 use super::memory::{self, MemoryProfile};
 use crate::measure::{Summary, summarize};
 
