@@ -28,14 +28,14 @@ use utoipa::OpenApi as _;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use super::guard;
-use super::identity::{self, StudentId};
+use super::identity::{CookiePolicy, StudentId};
 use super::openapi::{self, ApiDoc, Document};
 use super::routes::{
     assets, class_round, experiments, health, instructor, instructor_cockpit, instructor_exports,
     learner, lint, me, pages, playground, quiz, resume,
 };
 use super::state::AppState;
+use super::student_layer::{StudentLayer, WriteBudget};
 use crate::config::Limits;
 use crate::experiments::REGISTRY;
 
@@ -46,9 +46,8 @@ const CSP: &str = "default-src 'self'; img-src 'self' data:; style-src 'self'; s
 pub const MAX_BODY_BYTES: usize = 64 * 1024;
 
 /// The JSON API: each route with its OpenAPI annotation. Student routes (those that
-/// need the cookie) are separated from the rest so the identity middleware wraps only
-/// them.
-fn api() -> OpenApiRouter<AppState> {
+/// need the cookie) are separated from the rest so `student` wraps only them.
+fn api(student_layer: StudentLayer) -> OpenApiRouter<AppState> {
     let mut student = OpenApiRouter::new()
         .routes(routes!(quiz::api_quiz))
         .routes(routes!(quiz::api_submit))
@@ -85,11 +84,7 @@ fn api() -> OpenApiRouter<AppState> {
         .routes(routes!(class_round::current))
         .routes(routes!(class_round::predict));
     OpenApiRouter::with_openapi(ApiDoc::openapi())
-        .merge(
-            student
-                .route_layer(middleware::from_fn(guard::writes))
-                .route_layer(middleware::from_fn(identity::identify)),
-        )
+        .merge(student.route_layer(student_layer))
         .routes(routes!(experiments::device))
         .routes(routes!(experiments::reference_runs))
         .routes(routes!(experiments::doctor))
@@ -99,7 +94,9 @@ fn api() -> OpenApiRouter<AppState> {
 
 /// The OpenAPI document a server with `limits` serves.
 pub fn openapi_document(limits: &Limits) -> serde_json::Value {
-    openapi::finish(api().split_for_parts().1, limits)
+    // The layers do not change the document: any policy and budget will do.
+    let layer = StudentLayer::new(CookiePolicy::default(), WriteBudget::CookieOnly);
+    openapi::finish(api(layer).split_for_parts().1, limits)
 }
 
 /// Maps every URL to its handler, behind the layers every response passes through: the
@@ -115,7 +112,7 @@ pub fn router(
 + Send
 + Sync
 + 'static {
-    let (api, doc) = api().split_for_parts();
+    let (api, doc) = api(StudentLayer::with_write_budget(&state)).split_for_parts();
     let document = Document(Arc::new(openapi::finish(doc, &state.config.limits)));
     // Pages know the student (the middleware issues the cookie); static files and the
     // instructor routes do not need to.
@@ -142,14 +139,12 @@ pub fn router(
         .route("/me/export", get(me::export))
         .route("/me/reset", post(me::reset))
         .route("/me/resume-code", post(resume::make_code))
-        .route_layer(middleware::from_fn(guard::writes))
-        .route_layer(middleware::from_fn(identity::identify));
+        .route_layer(StudentLayer::with_write_budget(&state));
     // Resuming has its own guard (wrong codes slowed per address, a right one always
     // taken), so it needs the cookie but not the address's write budget.
     let resume_page = Router::new()
         .route("/me/resume", post(resume::resume))
-        .route_layer(middleware::from_fn(guard::cookie_writes))
-        .route_layer(middleware::from_fn(identity::identify));
+        .route_layer(StudentLayer::cookie_only(&state));
     let routes = Router::new()
         .merge(api)
         .merge(student_pages)
@@ -240,8 +235,6 @@ pub fn router(
             StatusCode::REQUEST_TIMEOUT,
             state.config.limits.request_timeout(),
         ))
-        .layer(Extension(identity::CookiePolicy::of(&state.config)))
-        .layer(Extension(Arc::clone(&state.write_limiter)))
         .layer(Extension(document))
         .service(routes)
 }
