@@ -15,12 +15,9 @@ use axum::Router;
 use axum::body::{Body, Bytes, HttpBody};
 use axum::extract::{ConnectInfo, DefaultBodyLimit, Extension, RawQuery, State};
 use axum::http::{HeaderName, HeaderValue, Request, Response, StatusCode, header};
-use axum::middleware;
 use axum::routing::{get, post};
 use hyper::body::Incoming;
 use tower::{Service, ServiceBuilder};
-use tower_http::compression::CompressionLayer;
-use tower_http::compression::predicate::{NotForContentType, Predicate, SizeAbove};
 use tower_http::set_header::SetResponseHeaderLayer;
 use tower_http::timeout::TimeoutLayer;
 use tower_http::trace::{DefaultOnFailure, TraceLayer};
@@ -29,6 +26,7 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use super::identity::{CookiePolicy, StudentId};
+use super::layers::{CompressUnencoded, Track, UniformRejections};
 use super::openapi::{self, ApiDoc, Document};
 use super::routes::{
     assets, class_round, experiments, health, instructor, instructor_cockpit, instructor_exports,
@@ -114,7 +112,10 @@ pub fn router(
 + 'static {
     let (api, doc) = api(StudentLayer::with_write_budget(&state)).split_for_parts();
     let document = Document(Arc::new(openapi::finish(doc, &state.config.limits)));
-    // Pages know the student (the middleware issues the cookie); static files and the
+    // Only the API's routes get the document (the one that serves it among them), so a
+    // page view does not insert it into its request.
+    let api = api.layer(Extension(document));
+    // Pages know the student (the student layer issues the cookie); static files and the
     // instructor routes do not need to.
     let student_pages = Router::new()
         .route("/", get(pages::home))
@@ -186,7 +187,7 @@ pub fn router(
         .route("/static/{*path}", get(assets::asset))
         .fallback(pages::not_found)
         // Inside the routing so it sees the matched route (MatchedPath).
-        .layer(middleware::from_fn_with_state(state.clone(), health::track))
+        .layer(Track::new(Arc::clone(&state.metrics)))
         .with_state(state.clone());
     // The layers every response passes through, wrapped once around the whole router
     // rather than with `Router::layer`: that wraps every route in each layer and boxes
@@ -202,21 +203,9 @@ pub fn router(
             TraceLayer::new_for_http()
                 .on_failure(DefaultOnFailure::new().level(tracing::Level::DEBUG)),
         )
-        // The compression layer's body type holds a Brotli encoder's state inline (about
-        // 5.8 KB, even when it only passes a pre-encoded body through), and every layer
-        // above it and hyper moved that by value: memmove was the largest user-space
-        // cost of a page view. One box here, and what moves from here on is a pointer.
-        .map_response(|response: Response<_>| response.map(Body::new))
-        // Pre-encoded pages and assets carry Content-Encoding and are passed through;
-        // dynamic bodies (JSON, per-student pages) are compressed above 1 KiB.
-        .layer(
-            CompressionLayer::new().compress_when(
-                SizeAbove::new(1024)
-                    .and(NotForContentType::GRPC)
-                    .and(NotForContentType::IMAGES)
-                    .and(NotForContentType::SSE),
-            ),
-        )
+        // Dynamic bodies (JSON, per-student pages) are compressed above 1 KiB; pre-encoded
+        // pages and assets carry Content-Encoding and pass by untouched (layers.rs).
+        .layer(CompressUnencoded::default())
         .layer(SetResponseHeaderLayer::if_not_present(
             HeaderName::from_static("referrer-policy"),
             HeaderValue::from_static("same-origin"),
@@ -229,12 +218,11 @@ pub fn router(
             header::CONTENT_SECURITY_POLICY,
             HeaderValue::from_static(CSP),
         ))
-        .layer(middleware::from_fn(super::error::uniform_rejections))
+        .layer(UniformRejections)
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
         .layer(TimeoutLayer::with_status_code(
             StatusCode::REQUEST_TIMEOUT,
             state.config.limits.request_timeout(),
         ))
-        .layer(Extension(document))
         .service(routes)
 }
