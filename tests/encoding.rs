@@ -145,3 +145,82 @@ async fn hashed_assets_are_immutable_and_pages_are_the_same_for_every_student() 
         .to_string();
     assert!(hash.starts_with(script), "the URL carries the content hash");
 }
+
+/// The compression layer passes pre-encoded responses by and still compresses dynamic
+/// ones: a page keeps one `Vary`, its `Content-Encoding` and `Content-Length`, the
+/// security headers and a new visitor's cookie (on HEAD too); a JSON body over 1 KiB is
+/// compressed with `Vary` added; a request refusing every coding gets 406 either way.
+#[tokio::test]
+async fn pre_encoded_responses_pass_the_compression_layer_and_dynamic_ones_are_compressed() {
+    let app = spawn().await;
+    let client = reqwest::Client::new();
+    let page = format!("{}/lessons/inside-the-gpu", app.base);
+    let get = client
+        .get(&page)
+        .header("accept-encoding", "gzip, deflate, br, zstd")
+        .send()
+        .await
+        .unwrap();
+    let head = client
+        .head(&page)
+        .header("accept-encoding", "gzip, deflate, br, zstd")
+        .send()
+        .await
+        .unwrap();
+    for response in [&get, &head] {
+        let headers = response.headers();
+        assert_eq!(response.status(), StatusCode::OK);
+        assert_eq!(headers[CONTENT_ENCODING], "br");
+        assert_eq!(headers.get_all("vary").iter().count(), 1, "{headers:?}");
+        assert_eq!(headers["vary"], "accept-encoding");
+        assert_eq!(headers["x-content-type-options"], "nosniff");
+        assert_eq!(headers["referrer-policy"], "same-origin");
+        assert!(headers.contains_key("content-security-policy"));
+        assert!(
+            headers["set-cookie"]
+                .to_str()
+                .unwrap()
+                .starts_with("gpulab_student=")
+        );
+        assert!(headers.get(TRANSFER_ENCODING).is_none(), "not chunked");
+    }
+    assert_eq!(
+        get.headers()[CONTENT_LENGTH],
+        head.headers()[CONTENT_LENGTH]
+    );
+    let body = get.bytes().await.unwrap();
+    assert!(
+        String::from_utf8(decode(Some("br"), &body))
+            .unwrap()
+            .contains("<h1")
+    );
+    assert!(head.bytes().await.unwrap().is_empty(), "HEAD has no body");
+
+    let json = format!("{}/api/openapi.json", app.base);
+    let compressed = client
+        .get(&json)
+        .header("accept-encoding", "gzip")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(compressed.status(), StatusCode::OK);
+    assert_eq!(compressed.headers()[CONTENT_ENCODING], "gzip");
+    assert_eq!(compressed.headers()["vary"], "accept-encoding");
+    assert_eq!(compressed.headers()["x-content-type-options"], "nosniff");
+    let body = compressed.bytes().await.unwrap();
+    let document: serde_json::Value = serde_json::from_slice(&decode(Some("gzip"), &body)).unwrap();
+    assert!(document["paths"].is_object());
+    let plain = client.get(&json).send().await.unwrap();
+    assert!(plain.headers().get(CONTENT_ENCODING).is_none());
+    assert!(plain.bytes().await.unwrap().len() > body.len());
+
+    for url in [&page, &json] {
+        let refused = client
+            .get(url)
+            .header("accept-encoding", "identity;q=0")
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(refused.status(), StatusCode::NOT_ACCEPTABLE, "{url}");
+    }
+}

@@ -239,25 +239,23 @@ impl IntoResponse for ApiError {
     }
 }
 
-/// Middleware: the framework's own 4xx answers (extractor rejections such as a body
-/// over the limit, a bad path segment, a wrong method) come as bare text; this gives
-/// them the same shape as every other error — JSON under `/api/`, the error page
-/// elsewhere — so clients can always read `error.message`.
-pub async fn uniform_rejections(
-    request: axum::extract::Request,
-    next: axum::middleware::Next,
-) -> Response {
-    let api = request.uri().path().starts_with("/api/");
-    let response = next.run(request).await;
+/// Whether `response` is one of the framework's own 4xx answers (extractor rejections
+/// such as a body over the limit, a bad path segment, a wrong method): a client error
+/// with no content type or a `text/plain` one. [`uniform_rejection`] reshapes it.
+pub fn is_bare_rejection(response: &Response) -> bool {
+    response.status().is_client_error()
+        && response
+            .headers()
+            .get(axum::http::header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .is_none_or(|t| t.starts_with("text/plain"))
+}
+
+/// A bare rejection given the same shape as every other error — JSON under `/api/`
+/// (`api`), the error page elsewhere — so clients can always read `error.message`; its
+/// `Retry-After` is kept.
+pub async fn uniform_rejection(response: Response, api: bool) -> Response {
     let status = response.status();
-    let bare = response
-        .headers()
-        .get(axum::http::header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .is_none_or(|t| t.starts_with("text/plain"));
-    if !status.is_client_error() || !bare {
-        return response;
-    }
     let retry_after = response
         .headers()
         .get(axum::http::header::RETRY_AFTER)

@@ -5,21 +5,20 @@
 //! a fresh id, and a fresh share of every per-student cap, on each request — and every
 //! network address has a budget of writes per minute, all its students together. IPv6
 //! addresses count per /64, the block one machine can choose from freely.
+//! [`student_layer`](super::student_layer) asks [`refusal`] before each student route.
 
 use std::net::IpAddr;
 use std::num::NonZeroU32;
 use std::sync::Arc;
 use std::time::Duration;
 
-use axum::extract::{Extension, Request};
+use axum::extract::Request;
 use axum::http::Method;
-use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use governor::clock::{Clock, DefaultClock};
 use governor::{DefaultKeyedRateLimiter, Quota, RateLimiter};
 
 use super::error::{ApiError, AppError};
-use super::identity::NewVisitor;
 
 /// A keyed rate limit per network address.
 pub struct AddressLimiter {
@@ -68,58 +67,41 @@ pub fn is_write(method: &Method) -> bool {
     !matches!(*method, Method::GET | Method::HEAD | Method::OPTIONS)
 }
 
-/// Middleware for the student routes (inside the identity middleware): the cookie
-/// check, then the address's write budget.
-pub async fn writes(
-    Extension(limiter): Extension<Arc<AddressLimiter>>,
-    request: Request,
-    next: Next,
-) -> Response {
+/// The refusal for a student's request, or `None` when it may go ahead: reads always
+/// may; a write is refused when its student id was minted on this very request
+/// (`new_visitor`), then when `limiter` (the address's write budget, where the route
+/// counts against it) has none left for the peer's address.
+pub fn refusal(
+    request: &Request,
+    new_visitor: bool,
+    limiter: Option<&AddressLimiter>,
+) -> Option<Response> {
     if !is_write(request.method()) {
-        return next.run(request).await;
+        return None;
     }
     let api = request.uri().path().starts_with("/api/");
-    if let Some(refused) = without_cookie(&request) {
-        return refuse(api, refused);
-    }
-    if let Some(address) = super::serve::peer(request.extensions()).map(|p| p.ip())
-        && let Err(wait) = limiter.check(address)
-    {
-        let secs = wait.as_secs_f64().ceil().max(1.0) as u64;
-        return refuse(
+    if new_visitor {
+        return Some(refuse(
             api,
-            AppError::TooMany {
-                retry_after_secs: secs,
-                message: format!(
-                    "Your network address has made {} changes in the last minute, the most one address may (a class behind one address shares this; the instructor can raise it with --writes-per-minute-per-address). Try again in about {secs} s.",
-                    limiter.per_minute
-                ),
-            },
-        );
+            AppError::Forbidden(
+                "This request came without the student cookie this site gives every browser, so it cannot be saved for anyone. Load any course page first (with cookies allowed for this site), then try again.".into(),
+            ),
+        ));
     }
-    next.run(request).await
-}
-
-/// Middleware for a student write that has a guard of its own (a resume code: wrong
-/// codes are slowed by `login_guard`, a right one always works): the cookie check
-/// only. Counting it against the address's write budget would let one student guessing
-/// codes behind a class's NAT address use up that budget, and refuse the right code of
-/// a learner at the same address.
-pub async fn cookie_writes(request: Request, next: Next) -> Response {
-    let api = request.uri().path().starts_with("/api/");
-    match without_cookie(&request) {
-        Some(refused) if is_write(request.method()) => refuse(api, refused),
-        _ => next.run(request).await,
-    }
-}
-
-/// The refusal for a write whose student id was minted on this very request.
-fn without_cookie(request: &Request) -> Option<AppError> {
-    request.extensions().get::<NewVisitor>().map(|_| {
-        AppError::Forbidden(
-            "This request came without the student cookie this site gives every browser, so it cannot be saved for anyone. Load any course page first (with cookies allowed for this site), then try again.".into(),
-        )
-    })
+    let limiter = limiter?;
+    let address = super::serve::peer(request.extensions())?.ip();
+    let wait = limiter.check(address).err()?;
+    let secs = wait.as_secs_f64().ceil().max(1.0) as u64;
+    Some(refuse(
+        api,
+        AppError::TooMany {
+            retry_after_secs: secs,
+            message: format!(
+                "Your network address has made {} changes in the last minute, the most one address may (a class behind one address shares this; the instructor can raise it with --writes-per-minute-per-address). Try again in about {secs} s.",
+                limiter.per_minute
+            ),
+        },
+    ))
 }
 
 fn refuse(api: bool, error: AppError) -> Response {

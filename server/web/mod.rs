@@ -1,6 +1,7 @@
 //! The web layer: HTTP in, HTML and JSON out. A request meets, in order: the
 //! [`router`] (URLs to handlers, the layers every response passes through, and
-//! [`serve`]), the [`identity`] middleware (the student cookie), an extractor or body
+//! [`serve`]; the hand-written ones in [`layers`]), the [`student_layer`] on student
+//! routes ([`identity`]: the student cookie; [`guard`]: writes), an extractor or body
 //! decoder from [`extract`], a handler in [`routes`] holding the shared [`state`], and
 //! on the way out [`error`]'s single `IntoResponse` or a typed [`page`] ([`quiz_pages`]
 //! for the quiz form and results, [`learner_pages`] for about, search and completion,
@@ -26,6 +27,7 @@ pub mod identity;
 pub mod instructor_access;
 pub mod instructor_pages;
 pub mod lab_pages;
+pub mod layers;
 pub mod learner_flow;
 pub mod learner_pages;
 pub mod lint_page;
@@ -38,6 +40,7 @@ pub mod router;
 pub mod routes;
 pub mod serve;
 pub mod state;
+pub mod student_layer;
 
 pub use router::router;
 pub use serve::serve;

@@ -15,12 +15,9 @@ use axum::Router;
 use axum::body::{Body, Bytes, HttpBody};
 use axum::extract::{ConnectInfo, DefaultBodyLimit, Extension, RawQuery, State};
 use axum::http::{HeaderName, HeaderValue, Request, Response, StatusCode, header};
-use axum::middleware;
 use axum::routing::{get, post};
 use hyper::body::Incoming;
 use tower::{Service, ServiceBuilder};
-use tower_http::compression::CompressionLayer;
-use tower_http::compression::predicate::{NotForContentType, Predicate, SizeAbove};
 use tower_http::set_header::SetResponseHeaderLayer;
 use tower_http::timeout::TimeoutLayer;
 use tower_http::trace::{DefaultOnFailure, TraceLayer};
@@ -28,14 +25,15 @@ use utoipa::OpenApi as _;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use super::guard;
-use super::identity::{self, StudentId};
+use super::identity::{CookiePolicy, StudentId};
+use super::layers::{CompressUnencoded, Track, UniformRejections};
 use super::openapi::{self, ApiDoc, Document};
 use super::routes::{
     assets, class_round, experiments, health, instructor, instructor_cockpit, instructor_exports,
     learner, lint, me, pages, playground, quiz, resume,
 };
 use super::state::AppState;
+use super::student_layer::{StudentLayer, WriteBudget};
 use crate::config::Limits;
 use crate::experiments::REGISTRY;
 
@@ -46,9 +44,8 @@ const CSP: &str = "default-src 'self'; img-src 'self' data:; style-src 'self'; s
 pub const MAX_BODY_BYTES: usize = 64 * 1024;
 
 /// The JSON API: each route with its OpenAPI annotation. Student routes (those that
-/// need the cookie) are separated from the rest so the identity middleware wraps only
-/// them.
-fn api() -> OpenApiRouter<AppState> {
+/// need the cookie) are separated from the rest so `student` wraps only them.
+fn api(student_layer: StudentLayer) -> OpenApiRouter<AppState> {
     let mut student = OpenApiRouter::new()
         .routes(routes!(quiz::api_quiz))
         .routes(routes!(quiz::api_submit))
@@ -85,11 +82,7 @@ fn api() -> OpenApiRouter<AppState> {
         .routes(routes!(class_round::current))
         .routes(routes!(class_round::predict));
     OpenApiRouter::with_openapi(ApiDoc::openapi())
-        .merge(
-            student
-                .route_layer(middleware::from_fn(guard::writes))
-                .route_layer(middleware::from_fn(identity::identify)),
-        )
+        .merge(student.route_layer(student_layer))
         .routes(routes!(experiments::device))
         .routes(routes!(experiments::reference_runs))
         .routes(routes!(experiments::doctor))
@@ -99,7 +92,9 @@ fn api() -> OpenApiRouter<AppState> {
 
 /// The OpenAPI document a server with `limits` serves.
 pub fn openapi_document(limits: &Limits) -> serde_json::Value {
-    openapi::finish(api().split_for_parts().1, limits)
+    // The layers do not change the document: any policy and budget will do.
+    let layer = StudentLayer::new(CookiePolicy::default(), WriteBudget::CookieOnly);
+    openapi::finish(api(layer).split_for_parts().1, limits)
 }
 
 /// Maps every URL to its handler, behind the layers every response passes through: the
@@ -115,9 +110,12 @@ pub fn router(
 + Send
 + Sync
 + 'static {
-    let (api, doc) = api().split_for_parts();
+    let (api, doc) = api(StudentLayer::with_write_budget(&state)).split_for_parts();
     let document = Document(Arc::new(openapi::finish(doc, &state.config.limits)));
-    // Pages know the student (the middleware issues the cookie); static files and the
+    // Only the API's routes get the document (the one that serves it among them), so a
+    // page view does not insert it into its request.
+    let api = api.layer(Extension(document));
+    // Pages know the student (the student layer issues the cookie); static files and the
     // instructor routes do not need to.
     let student_pages = Router::new()
         .route("/", get(pages::home))
@@ -142,14 +140,12 @@ pub fn router(
         .route("/me/export", get(me::export))
         .route("/me/reset", post(me::reset))
         .route("/me/resume-code", post(resume::make_code))
-        .route_layer(middleware::from_fn(guard::writes))
-        .route_layer(middleware::from_fn(identity::identify));
+        .route_layer(StudentLayer::with_write_budget(&state));
     // Resuming has its own guard (wrong codes slowed per address, a right one always
     // taken), so it needs the cookie but not the address's write budget.
     let resume_page = Router::new()
         .route("/me/resume", post(resume::resume))
-        .route_layer(middleware::from_fn(guard::cookie_writes))
-        .route_layer(middleware::from_fn(identity::identify));
+        .route_layer(StudentLayer::cookie_only(&state));
     let routes = Router::new()
         .merge(api)
         .merge(student_pages)
@@ -191,7 +187,7 @@ pub fn router(
         .route("/static/{*path}", get(assets::asset))
         .fallback(pages::not_found)
         // Inside the routing so it sees the matched route (MatchedPath).
-        .layer(middleware::from_fn_with_state(state.clone(), health::track))
+        .layer(Track::new(Arc::clone(&state.metrics)))
         .with_state(state.clone());
     // The layers every response passes through, wrapped once around the whole router
     // rather than with `Router::layer`: that wraps every route in each layer and boxes
@@ -207,21 +203,9 @@ pub fn router(
             TraceLayer::new_for_http()
                 .on_failure(DefaultOnFailure::new().level(tracing::Level::DEBUG)),
         )
-        // The compression layer's body type holds a Brotli encoder's state inline (about
-        // 5.8 KB, even when it only passes a pre-encoded body through), and every layer
-        // above it and hyper moved that by value: memmove was the largest user-space
-        // cost of a page view. One box here, and what moves from here on is a pointer.
-        .map_response(|response: Response<_>| response.map(Body::new))
-        // Pre-encoded pages and assets carry Content-Encoding and are passed through;
-        // dynamic bodies (JSON, per-student pages) are compressed above 1 KiB.
-        .layer(
-            CompressionLayer::new().compress_when(
-                SizeAbove::new(1024)
-                    .and(NotForContentType::GRPC)
-                    .and(NotForContentType::IMAGES)
-                    .and(NotForContentType::SSE),
-            ),
-        )
+        // Dynamic bodies (JSON, per-student pages) are compressed above 1 KiB; pre-encoded
+        // pages and assets carry Content-Encoding and pass by untouched (layers.rs).
+        .layer(CompressUnencoded::default())
         .layer(SetResponseHeaderLayer::if_not_present(
             HeaderName::from_static("referrer-policy"),
             HeaderValue::from_static("same-origin"),
@@ -234,14 +218,11 @@ pub fn router(
             header::CONTENT_SECURITY_POLICY,
             HeaderValue::from_static(CSP),
         ))
-        .layer(middleware::from_fn(super::error::uniform_rejections))
+        .layer(UniformRejections)
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
         .layer(TimeoutLayer::with_status_code(
             StatusCode::REQUEST_TIMEOUT,
             state.config.limits.request_timeout(),
         ))
-        .layer(Extension(identity::CookiePolicy::of(&state.config)))
-        .layer(Extension(Arc::clone(&state.write_limiter)))
-        .layer(Extension(document))
         .service(routes)
 }

@@ -3,15 +3,12 @@
 //! takes a write (`db::health`'s probe, at most once a second: a full disk, a read-only
 //! or removed file make it unready until fixed) and the backend passed its start-up
 //! self-test — and reports the GPU state and queue without requiring a GPU (the CPU path
-//! is a working server); `/metrics` is the exposition, fed by [`track`], with the
+//! is a working server); `/metrics` is the exposition, fed by `layers::Track`, with the
 //! database's writability read at scrape time.
 
-use std::time::Instant;
-
 use axum::Json;
-use axum::extract::{MatchedPath, Request, State};
+use axum::extract::State;
 use axum::http::{StatusCode, header};
-use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use serde_json::json;
 
@@ -84,22 +81,6 @@ pub fn method_label(method: &axum::http::Method) -> &'static str {
         "TRACE" => "TRACE",
         _ => "other",
     }
-}
-
-/// Middleware: records every request's route, status and latency.
-pub async fn track(State(state): State<AppState>, request: Request, next: Next) -> Response {
-    // A clone of the matched route (an `Arc<str>`), not a copy: this runs on every request.
-    let route = request.extensions().get::<MatchedPath>().cloned();
-    let method = method_label(request.method());
-    let started = Instant::now();
-    let response = next.run(request).await;
-    state.metrics.observe(
-        route.as_ref().map_or("unmatched", MatchedPath::as_str),
-        method,
-        response.status().as_str(),
-        started.elapsed().as_secs_f64(),
-    );
-    response
 }
 
 /// `GET /metrics`. Rendering reads NVML, which can block: it runs off the async threads.
