@@ -15,7 +15,7 @@
 
 use std::convert::Infallible;
 use std::future::{Future, Ready, ready};
-use std::pin::{Pin, pin};
+use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Instant;
@@ -26,7 +26,7 @@ use axum::http::{HeaderValue, header};
 use axum::response::Response;
 use pin_project_lite::pin_project;
 use tower::{Layer, Service};
-use tower_http::compression::Compression;
+use tower_http::compression::{Compression, ResponseFuture};
 use tower_http::compression::predicate::{And, NotForContentType, Predicate, SizeAbove};
 
 use super::error;
@@ -106,6 +106,7 @@ where
             accept_encoding,
             more_accept_encoding,
             predicate: self.predicate.clone(),
+            compressing: None,
         }
     }
 }
@@ -118,6 +119,10 @@ pin_project! {
         accept_encoding: Option<HeaderValue>,
         more_accept_encoding: Vec<HeaderValue>,
         predicate: CompressWhen,
+        // tower-http's compression of the inner response, once that response is known
+        // and not encoded yet.
+        #[pin]
+        compressing: Option<ResponseFuture<Ready<Result<Response, Infallible>>, CompressWhen>>,
     }
 }
 
@@ -125,28 +130,30 @@ impl<F: Future<Output = Result<Response, Infallible>>> Future for CompressFuture
     type Output = Result<Response, Infallible>;
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        let this = self.project();
-        let response = std::task::ready!(this.inner.poll(cx))?;
-        if response.headers().contains_key(header::CONTENT_ENCODING) {
-            return Poll::Ready(Ok(response));
+        let mut this = self.project();
+        if this.compressing.as_mut().as_pin_mut().is_none() {
+            let response = std::task::ready!(this.inner.poll(cx))?;
+            if response.headers().contains_key(header::CONTENT_ENCODING) {
+                return Poll::Ready(Ok(response));
+            }
+            // tower-http's compression around a service that answers with this response:
+            // it sees the request's Accept-Encoding and decides exactly as it did as a
+            // layer.
+            let mut request = Request::new(());
+            let values = this.accept_encoding.take().into_iter();
+            for value in values.chain(this.more_accept_encoding.drain(..)) {
+                request.headers_mut().append(header::ACCEPT_ENCODING, value);
+            }
+            let mut compression =
+                Compression::new(Answer(Some(response))).compress_when(this.predicate.clone());
+            this.compressing.set(Some(compression.call(request)));
         }
-        // tower-http's compression around a service that answers with this response: it
-        // sees the request's Accept-Encoding and decides exactly as it did as a layer.
-        let mut request = Request::new(());
-        let values = this.accept_encoding.take().into_iter();
-        for value in values.chain(this.more_accept_encoding.drain(..)) {
-            request.headers_mut().append(header::ACCEPT_ENCODING, value);
-        }
-        let mut compression =
-            Compression::new(Answer(Some(response))).compress_when(this.predicate.clone());
-        let mut compressing = pin!(compression.call(request));
-        match compressing.as_mut().poll(cx) {
-            // Boxed: the compression body holds a Brotli encoder's state inline (about
-            // 5.8 KB), and the layers above and hyper would move it by value.
-            Poll::Ready(Ok(response)) => Poll::Ready(Ok(response.map(Body::new))),
-            Poll::Ready(Err(never)) => match never {},
-            Poll::Pending => unreachable!("the compression of a ready response is ready"),
-        }
+        let compressing = this.compressing.as_pin_mut().expect("set above");
+        // Boxed: the compression body holds a Brotli encoder's state inline (about 5.8
+        // KB), and the layers above and hyper would move it by value.
+        compressing
+            .poll(cx)
+            .map(|answer| answer.map(|response| response.map(Body::new)))
     }
 }
 
