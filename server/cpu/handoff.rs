@@ -5,20 +5,21 @@
 //! computes the first block). After a product each helper lingers: it spins, for at most
 //! [`LINGER`], until the next product hands work out, instead of going to sleep; and
 //! the calling thread, once its own block is done, spins while every helper is running
-//! instead of sleeping on rayon's latch (for a bounded time). When a helper has not even
+//! instead of sleeping on rayon's latch (for at most [`SPIN`]). When a helper has not even
 //! started (the other cores are busy elsewhere) the caller blocks, which leaves its core
 //! free for the helper.
 //!
 //! Why: measured on the project's 2-core Intel VM at n = 256 (0.1 ms per half product),
 //! with other builds running (load 3–5), a sleeping pool thread started its block a
 //! median 110–130 µs after it was handed over — often only once the calling thread had
-//! finished its own half, so two threads took longer (0.24 ms) than one (0.21 ms). A
-//! lingering helper started in 3–13 µs, and the product took 0.11–0.13 ms; numpy, whose
-//! OpenBLAS threads spin between calls for far longer, took 0.15–0.17 ms in the same
-//! minutes. Spinning also while a helper had not started was worse: when the scheduler
-//! had queued the helper behind the spinning caller, the helper ran only after the
-//! spin gave up (1.1 ms, with a 1 ms bound). The cost of lingering is at most [`LINGER`] of each helper's
-//! time after a product that used every core (products that small take ≥ 0.1 ms).
+//! finished its own half, so two threads took about as long as one (block medians
+//! 0.19–0.26 ms against 0.20–0.23). A lingering helper started in 2–14 µs, and the
+//! product took 0.11–0.12 ms; numpy, whose OpenBLAS threads spin between calls for far
+//! longer, took 0.15–0.17 ms in the same minutes. Spinning also while a helper had not
+//! started was worse: when the scheduler had queued the helper behind the spinning
+//! caller, the helper ran only after the spin gave up (1.1 ms, with a 1 ms bound). The
+//! cost of lingering is at most [`LINGER`] of each helper's time after a product that
+//! used every core (products that large take ≥ 0.1 ms).
 
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -27,8 +28,12 @@ use std::time::{Duration, Instant};
 /// How long a helper spins after a product, waiting for the next one.
 const LINGER: Duration = Duration::from_micros(200);
 
-/// How late a lingering helper may start its block: 2–13 µs measured (median, n = 256).
-const HANDOFF: Duration = Duration::from_micros(20);
+/// How long the calling thread spins for running helpers: a lingering helper started
+/// its block 2–14 µs after the hand-off (median, n = 256), and the wake-up that the spin
+/// saves cost 6–20 µs (an empty `rayon::join`) to 110 µs on the busy VM. A bound chosen,
+/// not measured: long enough for a helper that started a few µs late, short enough not
+/// to burn a core waiting for one that was preempted halfway through a large block.
+const SPIN: Duration = Duration::from_micros(50);
 
 /// Counts hand-offs: a lingering helper stops when it changes.
 static HANDOFFS: AtomicU64 = AtomicU64::new(0);
@@ -46,13 +51,11 @@ pub(super) fn pool() -> &'static rayon::ThreadPool {
     })
 }
 
-/// One split product's helpers: how many there are, how many started and finished, and
-/// since when.
+/// One split product's helpers: how many there are, how many started and finished.
 pub(super) struct Team {
     helpers: usize,
     started: AtomicUsize,
     done: AtomicUsize,
-    since: Instant,
 }
 
 impl Team {
@@ -62,7 +65,6 @@ impl Team {
             helpers,
             started: AtomicUsize::new(0),
             done: AtomicUsize::new(0),
-            since: Instant::now(),
         }
     }
 
@@ -81,23 +83,26 @@ impl Team {
 
     /// Called by the calling thread after its own block. First queues a linger for each
     /// helper, behind the blocks, so that none goes to sleep right after this product.
-    /// Then, while every helper is running, waits for them by spinning, for at most as
-    /// long as its own block took (theirs are the same size) plus [`HANDOFF`]; when one
-    /// has not started (the scheduler may have queued it behind this thread), it returns
-    /// at once and rayon's scope blocks, which leaves this core to the helper.
-    pub(super) fn wait_for_helpers(&self) {
+    /// Then, while every helper is running, waits for them by spinning, for at most
+    /// [`SPIN`]: they started at most a few µs after this thread and have as much to
+    /// do, so they are usually done within that; if not, spinning longer would cost more
+    /// than the wake-up it saves. When one has not even started (the scheduler may have
+    /// queued it behind this thread), it does not spin. Either way rayon's scope then
+    /// blocks until every block is done. Returns whether it spun.
+    pub(super) fn wait_for_helpers(&self) -> bool {
         let handoff = HANDOFFS.load(Ordering::Acquire);
         for _ in 0..self.helpers {
             pool().spawn(move || linger(handoff));
         }
-        let bound = self.since.elapsed() + HANDOFF;
+        let all_running = || self.started.load(Ordering::Acquire) == self.helpers;
+        if !all_running() {
+            return false;
+        }
         let spinning = Instant::now();
-        while self.started.load(Ordering::Acquire) == self.helpers
-            && self.done.load(Ordering::Acquire) < self.helpers
-            && spinning.elapsed() < bound
-        {
+        while self.done.load(Ordering::Acquire) < self.helpers && spinning.elapsed() < SPIN {
             std::hint::spin_loop();
         }
+        true
     }
 }
 
@@ -120,28 +125,30 @@ mod tests {
     }
 
     #[test]
-    fn the_caller_spins_only_while_every_helper_runs() {
+    fn the_caller_spins_only_while_every_helper_runs_and_not_for_long() {
         let team = Team::new(1);
-        // The caller's own block: 100 ms, so a spin may last that long.
-        std::thread::sleep(Duration::from_millis(100));
-        let start = Instant::now();
-        team.wait_for_helpers();
-        assert!(
-            start.elapsed() < Duration::from_millis(50),
-            "no helper started"
-        );
+        assert!(!team.wait_for_helpers(), "no helper started: no spin");
+        let release = std::sync::atomic::AtomicBool::new(false);
         std::thread::scope(|s| {
-            s.spawn(|| team.help(|| std::thread::sleep(Duration::from_millis(10))));
+            s.spawn(|| {
+                team.help(|| {
+                    while !release.load(Ordering::Acquire) {
+                        std::hint::spin_loop();
+                    }
+                })
+            });
             while team.started.load(Ordering::Acquire) == 0 {
                 std::hint::spin_loop();
             }
-            team.wait_for_helpers();
-            assert_eq!(
-                team.done.load(Ordering::Acquire),
-                1,
-                "spun until it finished"
-            );
+            // The helper runs until released: the caller spins, then gives up.
+            let start = Instant::now();
+            assert!(team.wait_for_helpers());
+            let spun = start.elapsed();
+            release.store(true, Ordering::Release);
+            assert!(spun >= SPIN, "spun only {spun:?}");
+            assert!(spun < Duration::from_millis(100), "spun {spun:?}");
         });
+        assert_eq!(team.done.load(Ordering::Acquire), 1);
     }
 
     #[test]
