@@ -2,7 +2,8 @@
 //! back, without a scheduler wake-up on either side when the helpers are free.
 //!
 //! The helpers are a rayon pool of cores − 1 threads of our own (the calling thread
-//! computes the first block). After a product each helper lingers: it spins, for at most
+//! computes the first block). After a product whose helpers all started before the
+//! caller finished its own block, each helper lingers: it spins, for at most
 //! [`LINGER`], until the next product hands work out, instead of going to sleep; and
 //! the calling thread, once its own block is done, spins while every helper is running
 //! instead of sleeping on rayon's latch (for at most [`SPIN`]). When a helper has not even
@@ -81,22 +82,23 @@ impl Team {
         HANDOFFS.fetch_add(1, Ordering::AcqRel);
     }
 
-    /// Called by the calling thread after its own block. First queues a linger for each
-    /// helper, behind the blocks, so that none goes to sleep right after this product.
-    /// Then, while every helper is running, waits for them by spinning, for at most
-    /// [`SPIN`]: they started at most a few µs after this thread and have as much to
-    /// do, so they are usually done within that; if not, spinning longer would cost more
-    /// than the wake-up it saves. When one has not even started (the scheduler may have
-    /// queued it behind this thread), it does not spin. Either way rayon's scope then
-    /// blocks until every block is done. Returns whether it spun.
+    /// Called by the calling thread after its own block. When every helper is running,
+    /// queues a linger for each, behind the blocks, so that none goes to sleep right
+    /// after this product, and waits for them by spinning, for at most [`SPIN`]: they
+    /// started at most a few µs after this thread and have as much to do, so they are
+    /// usually done within that; if not, spinning longer would cost more than the
+    /// wake-up it saves. When one has not even started, the scheduler has probably
+    /// queued it behind this thread, on this core: then it neither spins nor lingers
+    /// (a lingering helper there would take this thread's time, and one that sleeps is
+    /// placed afresh when woken), and rayon's scope blocks, which leaves the core to the
+    /// helper. Returns whether every helper was running.
     pub(super) fn wait_for_helpers(&self) -> bool {
+        if self.started.load(Ordering::Acquire) < self.helpers {
+            return false;
+        }
         let handoff = HANDOFFS.load(Ordering::Acquire);
         for _ in 0..self.helpers {
             pool().spawn(move || linger(handoff));
-        }
-        let all_running = || self.started.load(Ordering::Acquire) == self.helpers;
-        if !all_running() {
-            return false;
         }
         let spinning = Instant::now();
         while self.done.load(Ordering::Acquire) < self.helpers && spinning.elapsed() < SPIN {
