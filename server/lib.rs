@@ -39,7 +39,8 @@
 //! - [`engine`]: the workers that serve the experiment queue, each owning a backend (the
 //!   GPU, or the CPU when there is none), all running one loop
 //!   ([`engine::worker_loop`]) that claims a job, runs it under a lease and records it
-//!   in one transaction; provenance; `gpulab selftest`. The class's state is the
+//!   in one transaction; what handlers read of the queue ([`engine::queue_view`]);
+//!   provenance; `gpulab selftest`. The class's state is the
 //!   database's in both modes:
 //!   - **one box** (`gpulab serve`, SQLite by default): the workers are threads of the
 //!     server, woken in-process when a job is queued; the allocator playgrounds live in
@@ -56,8 +57,12 @@
 //!   from which routes, CLI commands, OpenAPI paths, lesson directives, panel bounds,
 //!   bad-input tests and selftests are derived; `experiments::trace` writes a run's
 //!   timeline in the Chrome Trace Event format, carried inside its typed result;
+//!   `experiments::labs` are the tuning labs (graded by measurement, with runs recorded
+//!   on real machines re-graded in its tests);
 //!   `experiments::ceilings` measures this device's own ceilings once per server start
-//!   (on the engine's first worker), which `/api/device` serves beside datasheet peaks.
+//!   (on the engine's first worker, or in each `gpulab worker`, which stores them in
+//!   [`db::worker_ceilings`] for the web nodes), which `/api/device` serves beside
+//!   datasheet peaks.
 //! - [`gpu`]: the only code that talks to CUDA and the only `unsafe`: library loading
 //!   (and where it searches), which GPU a worker takes, the device handle and streams,
 //!   kernels (compiled once per process) and their typed launchers, every GEMM,

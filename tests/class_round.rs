@@ -215,3 +215,85 @@ async fn two_hundred_students_predict_and_all_see_the_reveal_together() {
         "one dot per prediction"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_round_opens_a_tuning_lab_with_its_known_good_settings() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = test_config(dir.path().join("gpulab.db"));
+    config.instructor_token = Some(TOKEN.into());
+    let app = spawn_with(config).await;
+    let base = app.base.clone();
+    let page = instructor_page(&app, TOKEN, "/instructor").await;
+    assert!(
+        page.contains("<option value=\"lab/stop-waiting\">Tuning lab: Stop waiting on the loss (its known-good settings)</option>"),
+        "each lab is a round choice"
+    );
+    assert!(!page.contains("<option value=\"lab\">"), "not the bare lab");
+    for (bad, why) in [
+        ("lab", "choose which tuning lab"),
+        ("lab/nope", "no tuning lab called `nope`"),
+    ] {
+        let response = reqwest::Client::builder()
+            .redirect(reqwest::redirect::Policy::none())
+            .build()
+            .unwrap()
+            .post(format!("{base}/instructor/round/open"))
+            .bearer_auth(TOKEN)
+            .form(&[("experiment", bad)])
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 422, "{bad}");
+        assert!(response.text().await.unwrap().contains(why), "{bad}");
+    }
+    assert_eq!(
+        instructor_post(
+            &base,
+            "/instructor/round/open",
+            &[("experiment", "lab/stop-waiting")]
+        )
+        .await,
+        303
+    );
+    let learner = student();
+    let opened = round(&learner, &base).await;
+    assert_eq!(opened["experiment"], "lab");
+    assert_eq!(opened["params"]["lab"], "stop-waiting");
+    assert_eq!(
+        opened["params"]["log_every"], 50,
+        "the lab's known-good settings"
+    );
+    assert_eq!(opened["question"]["quantity"], "lab.speedup");
+    let title = opened["title"].as_str().unwrap();
+    assert!(
+        title.starts_with("Tuning lab “Stop waiting on the loss” with the loss read every 50 steps, a sync before the step timer"),
+        "{title}"
+    );
+    let id = opened["id"].as_i64().unwrap();
+    let response = learner
+        .post(format!("{base}/api/round/prediction"))
+        .json(&json!({"round": id, "predicted": 1.5}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    assert_eq!(
+        instructor_post(&base, "/instructor/round/run", &[]).await,
+        303
+    );
+    let deadline = Instant::now() + Duration::from_secs(120);
+    let revealed = loop {
+        let r = round(&learner, &base).await;
+        match r["status"].as_str().unwrap() {
+            "revealed" => break r,
+            "open" | "running" => {}
+            other => panic!("round went {other}: {r}"),
+        }
+        assert!(Instant::now() < deadline, "no reveal within two minutes");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    // The measured speed-up is the known-good settings' samples/s over the slow loop's.
+    let measured = revealed["measured"].as_f64().unwrap();
+    assert!(measured.is_finite() && measured > 0.0, "{revealed}");
+    assert_eq!(revealed["score"]["predicted"].as_f64(), Some(1.5));
+}

@@ -1,6 +1,6 @@
 //! The database: students, quiz attempts and answers, predictions, the run history, the
-//! latest measurements, instructor sign-ins, class rounds and the experiment queue — the
-//! only class-wide state, in both modes. `--database` picks the engine: a
+//! latest measurements, instructor sign-ins, class rounds, the experiment queue and each
+//! worker's measured ceilings — the only class-wide state, in both modes. `--database` picks the engine: a
 //! SQLite file (the default: WAL mode, `synchronous = FULL`, one connection behind a
 //! mutex, which is how SQLite serialises writers anyway) or a `postgres://` URL (a pool
 //! of connections, for several web nodes and workers sharing one class). Both are
@@ -33,6 +33,7 @@ pub mod sql;
 pub mod student_identity;
 #[doc(hidden)]
 pub mod testing;
+pub mod worker_ceilings;
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -402,6 +403,11 @@ CREATE INDEX lab_attempts_by_student ON lab_attempts(student_id, lab);
     // the latest result without JavaScript.
     r"
 ALTER TABLE lab_attempts ADD COLUMN summary TEXT;
+",
+    // Each worker's ceilings (JSON), measured once when it starts, so a web node's device
+    // card shows a live worker's (db::worker_ceilings).
+    r"
+ALTER TABLE workers ADD COLUMN ceilings TEXT;
 ",
 ];
 

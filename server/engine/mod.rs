@@ -4,16 +4,18 @@
 //! `gpulab worker` as a process per GPU ([`worker_process`]), and a web node runs none
 //! ([`Engine::web`]); all run the same [`worker_loop`]. By default one worker runs one
 //! experiment at a time, so no measurement shares the GPU. Handlers submit validated
-//! jobs and read their state and the queue's figures here; a finished run is recorded
-//! by the worker, in one transaction, before its result is readable. The engine also
-//! decides where the allocator playgrounds live (they draw on the same device);
-//! [`bench`] and [`selftest`] run experiments directly for the command line.
+//! jobs here and read their state and the queue's figures through [`queue_view`]; a
+//! finished run is recorded by the worker, in one transaction, before its result is
+//! readable. The engine also decides where the allocator playgrounds live (they draw
+//! on the same device); [`bench`] and [`selftest`] run experiments directly for the
+//! command line.
 
 pub mod backend;
 pub mod bench;
 pub mod first_contact;
 pub mod provenance;
 pub mod queue_bench;
+pub mod queue_view;
 pub mod selftest;
 pub mod worker;
 pub mod worker_loop;
@@ -77,7 +79,7 @@ pub struct Engine {
     /// Where each student's playground lives: here, or in a worker.
     pub playground: Arc<Home>,
     /// This device's ceilings, measured by the first worker once it opened the device
-    /// (empty until then, and on a web node).
+    /// (empty until then, and on a web node: [`Engine::ceilings`] reads a worker's).
     pub ceilings: Arc<OnceLock<crate::experiments::ceilings::Ceilings>>,
     local: Arc<Local>,
 }
@@ -307,90 +309,6 @@ impl Engine {
         outcome
     }
 
-    /// Queue-wide figures, read now: jobs waiting and running, the outcomes of the jobs
-    /// finished since this engine started, the peak of this process's workers and the
-    /// refusals it answered.
-    pub async fn stats(&self) -> QueueStats {
-        let since = self.local.started_secs;
-        let read = self.db.run(move |tx| jobs::stats(tx, since)).await;
-        self.with_local(read)
-    }
-
-    /// [`Engine::stats`] for a caller off the async threads (the `/metrics` scrape):
-    /// it blocks on the database.
-    pub fn stats_blocking(&self) -> QueueStats {
-        let since = self.local.started_secs;
-        self.with_local(self.db.run_blocking(|tx| jobs::stats(tx, since)))
-    }
-
-    fn with_local(&self, read: Result<QueueStats, DbError>) -> QueueStats {
-        let mut stats = read.unwrap_or_else(|error| {
-            tracing::warn!(%error, "cannot read the experiment queue's figures");
-            QueueStats::default()
-        });
-        stats.running_peak = stats.running_peak.max(self.local.activity.peak());
-        stats.rejected = self.local.rejected.load(Ordering::Relaxed);
-        stats
-    }
-
-    /// Each student's use of the workers over the last day, busiest first.
-    pub async fn usage(&self) -> Vec<(String, OwnerUsage)> {
-        let mut usage = self.db.run(jobs::usage).await.unwrap_or_default();
-        if let Ok(by) = self.local.rejected_by.lock() {
-            for (owner, figures) in &mut usage {
-                figures.rejected = by.get(owner).copied().unwrap_or(0);
-            }
-            let missing: Vec<_> = by
-                .iter()
-                .filter(|(owner, _)| !usage.iter().any(|(o, _)| o == *owner))
-                .map(|(owner, n)| {
-                    (
-                        owner.clone(),
-                        OwnerUsage {
-                            rejected: *n,
-                            ..OwnerUsage::default()
-                        },
-                    )
-                })
-                .collect();
-            usage.extend(missing);
-        }
-        usage
-    }
-
-    /// Jobs waiting now.
-    pub async fn queue_depth(&self) -> usize {
-        self.db.run(jobs::depth).await.unwrap_or_default()
-    }
-
-    /// Estimated wait for a new job, in seconds.
-    pub async fn estimated_wait_secs(&self) -> f64 {
-        self.db
-            .run(jobs::estimated_wait_secs)
-            .await
-            .unwrap_or_default()
-    }
-
-    /// Waits (polling every 100 ms) until job `id` has finished, or `deadline` passed;
-    /// the final state, or what it was at the deadline (`None`: no such job).
-    pub async fn finished(
-        &self,
-        id: u64,
-        deadline: Option<std::time::Instant>,
-    ) -> Option<JobState> {
-        loop {
-            let past = deadline.is_some_and(|d| std::time::Instant::now() >= d);
-            match self.job(id, None).await {
-                Ok(Some(JobState::Queued { .. } | JobState::Running)) if !past => {}
-                Ok(state) => return state,
-                // The database is briefly away: keep waiting.
-                Err(_) if !past => {}
-                Err(_) => return None,
-            }
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
-    }
-
     /// Stops taking experiments (shutdown). A server that runs its own workers fails
     /// the waiting ones, since nothing will run them; a web node leaves them to the
     /// class's workers.
@@ -420,15 +338,5 @@ impl Engine {
             std::thread::sleep(Duration::from_millis(20));
         }
         true
-    }
-
-    /// A job's state, for its owner (`None`: anyone, the instructor); an error when the
-    /// database cannot be read.
-    pub async fn job(&self, id: u64, owner: Option<&str>) -> Result<Option<JobState>, String> {
-        let owner = owner.map(str::to_string);
-        self.db
-            .run(move |tx| jobs::state(tx, id, owner.as_deref()))
-            .await
-            .map_err(|e| e.to_string())
     }
 }

@@ -1,6 +1,8 @@
 //! `gpulab worker`: one process per GPU serving a class's queue in PostgreSQL. It opens
-//! its device and self-tests exactly as `serve` does, takes a name no live worker uses,
-//! serves the allocator playgrounds it owns on a second thread
+//! its device and self-tests exactly as `serve` does, measures its ceilings once
+//! (`experiments::ceilings`, as `serve`'s first worker does) before it claims a job,
+//! takes a name no live worker uses, stores the ceilings on its row of `workers` (web
+//! nodes, which measure nothing, show them: [`crate::db::worker_ceilings`]), serves the allocator playgrounds it owns on a second thread
 //! ([`crate::playground::remote`]), and runs the same [`worker_loop`] as `serve`'s
 //! threads until told to stop.
 
@@ -11,7 +13,7 @@ use std::time::{Duration, Instant};
 use super::backend::Backend;
 use super::worker::Worker;
 use super::worker_loop::{self, Activity, WorkerSettings};
-use crate::db::{Db, DbError, job_claims};
+use crate::db::{Db, DbError, job_claims, worker_ceilings};
 use crate::playground::{Playgrounds, remote};
 
 /// Waits (up to a few seconds, for a restarted worker's old row to go quiet) until no
@@ -31,12 +33,14 @@ fn claim_name(db: &Db, name: &str) -> Result<(), DbError> {
 
 /// Serves the class queue until `stop` is set (then finishes the job in hand).
 pub fn serve(db: &Db, settings: &WorkerSettings, stop: &Arc<AtomicBool>) -> Result<(), DbError> {
-    let (backend, card, contact) = Backend::open();
+    let (mut backend, card, contact) = Backend::open();
     if !contact.ok() {
         tracing::warn!(
             "the GPU failed its start-up self-test; this worker runs experiments on the CPU"
         );
     }
+    // Issue 27 §3: this device's ceilings, once, before the first job.
+    let ceilings = crate::experiments::ceilings::calibrate(backend.gpu());
     let playgrounds = Arc::new(Playgrounds::new(
         backend.memory_source(),
         super::playground_caps(&settings.limits),
@@ -48,6 +52,19 @@ pub fn serve(db: &Db, settings: &WorkerSettings, stop: &Arc<AtomicBool>) -> Resu
         Arc::default(),
     );
     claim_name(db, &settings.name)?;
+    let (card_json, ceilings_json) = (
+        serde_json::to_string(&card).unwrap_or_default(),
+        serde_json::to_string(&ceilings).unwrap_or_default(),
+    );
+    db.run_blocking(|tx| {
+        worker_ceilings::store(tx, &settings.name, card.kind, &card_json, &ceilings_json)
+    })?;
+    tracing::info!(
+        worker = settings.name,
+        took_ms = ceilings.took_ms,
+        figures = ceilings.figures.len(),
+        "ceilings measured and stored"
+    );
     tracing::info!(worker = settings.name, backend = card.kind, device = %card.name, "worker serving the class queue");
     let playground_thread = {
         let (db, name, stop) = (db.clone(), settings.name.clone(), Arc::clone(stop));

@@ -4,8 +4,9 @@
 //! principle; a ceiling measured here, on this box, today, is what an experiment can
 //! hope to reach, and a point near it is a different lesson from a point far below.
 //!
-//! [`calibrate`] runs once per server start on the engine's first worker, before it
-//! serves a job: on a GPU, large copies each way from pinned and pageable memory, a
+//! [`calibrate`] runs once per server start on the engine's first worker, and once per
+//! `gpulab worker` process (which stores them for the web nodes), before either serves
+//! a job: on a GPU, large copies each way from pinned and pageable memory, a
 //! device-to-device copy and a large GEMM per format; on the CPU, `memcpy` between two
 //! host buffers and SGEMM. Each is a median over a few timed repetitions after a
 //! warm-up, timed like the experiments (CUDA events on the GPU, the host clock on the
@@ -14,7 +15,7 @@
 
 use std::time::{Duration, Instant};
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::ExperimentError;
 use super::precision::{self, Format};
@@ -39,15 +40,15 @@ pub const GPU_GEMM_N: usize = 4096;
 pub const CPU_GEMM_N: usize = 512;
 
 /// One measured ceiling.
-#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct Ceiling {
     /// Stable name a panel looks up: `h2d_pinned`, `d2h_pageable`, `d2d`,
     /// `gemm_fp32`, `gemm_bf16`, `memcpy`, `sgemm` …
-    pub key: &'static str,
+    pub key: String,
     /// What was measured, in words.
     pub label: String,
     /// `GB/s` or `TFLOP/s`.
-    pub unit: &'static str,
+    pub unit: String,
     /// The median over the timed repetitions.
     pub value: f64,
     /// The slowest and fastest repetitions, in `unit`.
@@ -63,10 +64,10 @@ pub struct Ceiling {
 }
 
 /// Every ceiling of this device, measured at start-up.
-#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct Ceilings {
     /// `gpu` or `cpu`.
-    pub backend: &'static str,
+    pub backend: String,
     /// How long the calibration took, ms.
     pub took_ms: f64,
     /// The figures, in the order shown.
@@ -103,9 +104,9 @@ fn rate(
 ) -> Ceiling {
     let per = |ms: f64| amount / (ms / 1e3);
     Ceiling {
-        key,
+        key: key.to_string(),
         label: label.to_string(),
-        unit,
+        unit: unit.to_string(),
         value: per(ms.median),
         low: per(ms.max),
         high: per(ms.min),
@@ -157,7 +158,7 @@ pub fn calibrate(gpu: Option<&mut Gpu>) -> Ceilings {
         }
     }
     Ceilings {
-        backend,
+        backend: backend.to_string(),
         took_ms: started.elapsed().as_secs_f64() * 1e3,
         figures,
         missing,
@@ -314,8 +315,31 @@ mod tests {
             );
             assert!(f.datasheet.is_none(), "no datasheet for a CPU");
         }
-        assert_eq!((memcpy.unit, sgemm.unit), ("GB/s", "TFLOP/s"));
+        assert_eq!((&*memcpy.unit, &*sgemm.unit), ("GB/s", "TFLOP/s"));
         assert!(c.get("h2d_pinned").is_none());
+    }
+
+    #[test]
+    fn ceilings_read_back_from_the_json_a_worker_stores() {
+        let ms = crate::measure::summarize(&[2.0, 4.0, 5.0]).unwrap();
+        let stored = Ceilings {
+            backend: "gpu".into(),
+            took_ms: 12.5,
+            figures: vec![rate(
+                "d2d",
+                "Device memory",
+                "GB/s",
+                8.0,
+                ms,
+                None,
+                "t".into(),
+            )],
+            missing: vec!["GEMM, BF16: not supported".into()],
+        };
+        let text = serde_json::to_string(&stored).unwrap();
+        let read: Ceilings = serde_json::from_str(&text).unwrap();
+        assert_eq!(serde_json::to_string(&read).unwrap(), text);
+        assert_eq!(read.get("d2d").unwrap().value, 2000.0);
     }
 
     #[test]

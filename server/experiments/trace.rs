@@ -60,7 +60,8 @@ pub struct TraceNote {
 pub struct TraceEvent {
     /// What a learner reads on the bar (`launch 3`, `kernel 3`, `synchronize`).
     pub name: String,
-    /// `launch`, `kernel`, `graph`, `copy`, `sync`, `work` or `__metadata`.
+    /// `launch`, `kernel`, `graph`, `copy`, `sync`, `work`, `run` (a whole run holding
+    /// its steps, as a lab draws them) or `__metadata`.
     pub cat: &'static str,
     /// `X` (complete event) or `M` (metadata).
     pub ph: &'static str,
@@ -131,10 +132,25 @@ struct Span {
     cat: &'static str,
     start_ms: f64,
     end_ms: f64,
-    /// Spans this one stands for (1 unless merged by [`TraceBuilder::samples`]).
+    /// Spans this one stands for (1 unless merged: [`TraceBuilder::merged`]).
     count: usize,
     /// Time inside the merged spans, ms, when merged.
     busy_ms: Option<f64>,
+}
+
+impl Span {
+    /// A span that stands for itself alone.
+    fn one(track: Track, name: String, cat: &'static str, start_ms: f64, end_ms: f64) -> Self {
+        Self {
+            track,
+            name,
+            cat,
+            start_ms,
+            end_ms,
+            count: 1,
+            busy_ms: None,
+        }
+    }
 }
 
 /// Collects spans in milliseconds (the experiments' unit) and writes the trace.
@@ -146,6 +162,7 @@ pub struct TraceBuilder {
     tracks: Vec<String>,
     spans: Vec<Span>,
     merged_samples: usize,
+    notes: Vec<String>,
 }
 
 impl TraceBuilder {
@@ -158,6 +175,7 @@ impl TraceBuilder {
             tracks: Vec::new(),
             spans: Vec::new(),
             merged_samples: 0,
+            notes: Vec::new(),
         }
     }
 
@@ -181,15 +199,8 @@ impl TraceBuilder {
         start_ms: f64,
         end_ms: f64,
     ) {
-        self.spans.push(Span {
-            track,
-            name: name.into(),
-            cat,
-            start_ms,
-            end_ms: end_ms.max(start_ms),
-            count: 1,
-            busy_ms: None,
-        });
+        let span = Span::one(track, name.into(), cat, start_ms, end_ms.max(start_ms));
+        self.spans.push(span);
     }
 
     /// One sweep point's timed runs on `track`, each named `name` and spanning its
@@ -201,17 +212,36 @@ impl TraceBuilder {
             self.span(track, name, cat, run.start_ms, run.start_ms + run.ms);
         }
         if let (Some(first), Some(last)) = (rest.first(), rest.last()) {
-            self.spans.push(Span {
-                track,
-                name: format!("{name} × {} more", rest.len()),
-                cat,
-                start_ms: first.start_ms,
-                end_ms: last.start_ms + last.ms,
-                count: rest.len(),
-                busy_ms: Some(rest.iter().map(|r| r.ms).sum()),
-            });
+            let span = (first.start_ms, last.start_ms + last.ms);
+            let busy = rest.iter().map(|r| r.ms).sum();
+            let merged = format!("{name} × {} more", rest.len());
+            self.merged(track, merged, cat, span, rest.len(), busy);
             self.merged_samples += rest.len();
         }
+    }
+
+    /// One event on `track` standing for `count` spans the caller merged, which were
+    /// busy for `busy_ms` in all between `start_ms` and `end_ms`; say how in [`Self::note`].
+    pub fn merged(
+        &mut self,
+        track: Track,
+        name: impl Into<String>,
+        cat: &'static str,
+        (start_ms, end_ms): (f64, f64),
+        count: usize,
+        busy_ms: f64,
+    ) {
+        let (name, end_ms) = (name.into(), end_ms.max(start_ms));
+        self.spans.push(Span {
+            busy_ms: Some(busy_ms),
+            count,
+            ..Span::one(track, name, cat, start_ms, end_ms)
+        });
+    }
+
+    /// A sentence for `otherData.aggregated`: what the caller merged, and how.
+    pub fn note(&mut self, text: impl Into<String>) {
+        self.notes.push(text.into());
     }
 
     /// The trace, with each track's spans past [`KEEP_PER_TRACK`] aggregated.
@@ -230,7 +260,7 @@ impl TraceBuilder {
             },
         };
         let mut events = vec![meta("process_name", 0, self.generator.clone())];
-        let mut notes = Vec::new();
+        let mut notes = self.notes.clone();
         if self.merged_samples > 0 {
             notes.push(format!(
                 "{} timed runs past the first {SAMPLES_KEPT} of their point merged into one event per point",

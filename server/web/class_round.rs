@@ -16,6 +16,8 @@ use crate::course::predictions::Question;
 use crate::db::predictions::PredictionRow;
 use crate::db::{jobs, rounds};
 use crate::engine::JobState;
+use crate::experiments::Experiment as _;
+use crate::experiments::labs::{self, LabId, LabParams, Labs};
 use crate::experiments::prediction::{self, Score};
 use crate::web::error::AppError;
 use crate::web::state::AppState;
@@ -53,8 +55,8 @@ pub struct Round {
     pub id: i64,
     /// The experiment's API name.
     pub experiment: &'static str,
-    /// Its caption.
-    pub title: &'static str,
+    /// Its caption (a lab round's names the lab and the settings it runs).
+    pub title: String,
     /// The parameters it runs with.
     pub params: Value,
     /// The question asked.
@@ -99,11 +101,12 @@ pub async fn current(state: &AppState) -> Result<Option<Round>, AppError> {
     let stored = state.db.run(rounds::current).await?;
     Ok(stored.and_then(|stored| {
         let experiment = crate::experiments::find(&stored.experiment)?;
+        let params: Value = serde_json::from_str(&stored.params).unwrap_or_default();
         Some(Round {
             id: stored.id,
             experiment: experiment.name(),
-            title: experiment.title(),
-            params: serde_json::from_str(&stored.params).unwrap_or_default(),
+            title: title(experiment.name(), experiment.title(), &params),
+            params,
             question: state.course.predictions.get(&stored.quantity)?.clone(),
             status: [Status::Open, Status::Running, Status::Revealed]
                 .into_iter()
@@ -116,13 +119,61 @@ pub async fn current(state: &AppState) -> Result<Option<Round>, AppError> {
     }))
 }
 
-/// Opens a round for experiment `name` with its default parameters (replacing any
-/// round in progress); refused when it asks no question on this server.
+/// A round's caption: the experiment's, or for a lab the lab and its settings.
+fn title(experiment: &str, caption: &str, params: &Value) -> String {
+    (experiment == Labs::NAME)
+        .then(|| serde_json::from_value::<LabParams>(params.clone()).ok())
+        .flatten()
+        .map_or_else(|| caption.to_string(), |p| p.round_title())
+}
+
+/// What an instructor may open a round on: each experiment that asks the class a
+/// number, and each tuning lab by name (`lab/feed-the-gpu` …), run with its known-good
+/// settings. (value, caption) pairs.
+pub fn choices() -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    for e in crate::experiments::REGISTRY
+        .iter()
+        .filter(|e| !e.quantities().is_empty())
+    {
+        if e.name() == Labs::NAME {
+            out.extend(labs::ALL.iter().map(|id| {
+                let l = labs::lab(*id);
+                (
+                    format!("{}/{}", Labs::NAME, id.name()),
+                    format!("Tuning lab: {} (its known-good settings)", l.title),
+                )
+            }));
+        } else {
+            out.push((e.name().to_string(), e.title().to_string()));
+        }
+    }
+    out
+}
+
+/// Opens a round for experiment `name` with its default parameters, or for a lab named
+/// `lab/<lab>` with that lab's known-good settings on this backend (replacing any round
+/// in progress); refused when it asks no question on this server.
 pub async fn open(state: &AppState, name: &str) -> Result<(), AppError> {
+    let on_gpu = state.engine.card.kind == "cuda";
+    let (name, params) = match name.split_once('/') {
+        Some((experiment, lab)) if experiment == Labs::NAME => {
+            let id: LabId = serde_json::from_value(Value::String(lab.to_string()))
+                .map_err(|_| AppError::Invalid(format!("no tuning lab called `{lab}`")))?;
+            // Plain data: serializing it cannot fail.
+            let params = serde_json::to_value(LabParams::reference_of(id, on_gpu));
+            (experiment, Some(params.unwrap_or_default()))
+        }
+        _ if name == Labs::NAME => {
+            return Err(AppError::Invalid(
+                "choose which tuning lab: `lab/feed-the-gpu`, `lab/stop-waiting` …".into(),
+            ));
+        }
+        _ => (name, None),
+    };
     let experiment = crate::experiments::find(name)
         .ok_or_else(|| AppError::Invalid(format!("no experiment called `{name}`")))?;
-    let params = experiment.defaults();
-    let on_gpu = state.engine.card.kind == "cuda";
+    let params = params.unwrap_or_else(|| experiment.defaults());
     let question = prediction::pick(experiment.quantities(), &params, on_gpu)
         .and_then(|q| state.course.predictions.get(q.key).cloned())
         .ok_or_else(|| AppError::Invalid(format!("`{name}` asks no question on this server")))?;

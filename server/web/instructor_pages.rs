@@ -58,7 +58,7 @@ pub struct InstructorPage<'a> {
     /// The class round, when one is open.
     pub round: Option<crate::web::routes::class_round::InstructorRound>,
     /// Experiments a round can be opened for: name and title.
-    pub round_choices: Vec<(&'static str, &'static str)>,
+    pub round_choices: Vec<(String, String)>,
     /// The class's predictions before live experiments, one strip per question.
     pub predictions: Vec<crate::web::calibration::Strip>,
     /// A confirmation after renaming or merging.

@@ -201,8 +201,37 @@ test('the precision trace: each format\'s timed products, as the medians report 
   for (const row of r.rows) pointMatches(lane.entries, `GEMM ${row.precision.toUpperCase()} ${r.size}×${r.size}`, row.ms);
 });
 
+test('the lab trace: a track per setting, each sample its runs, each run its wall time and its steps inside it', async () => {
+  const r = bench('lab', ['--lab', 'stop-waiting', '--log-every', '20']);
+  const threads = await parse(r.trace);
+  sameTracks(threads, r.trace);
+  assert.deepEqual(declared(r.trace).map((t) => t.name), ['baseline', 'your settings', 'reference']);
+  for (const [prefix, measured] of [['baseline', r.baseline], ['your settings', r.candidate], ['reference', r.reference]]) {
+    const entries = thread(threads, r.trace, prefix).entries;
+    const within = (outer) => entries.filter((e) => e !== outer && e.ts >= outer.ts && e.ts + e.dur <= outer.ts + outer.dur + 1e-6);
+    const samples = entries.filter((e) => /^(warm-up|round \d+)$/.test(e.name));
+    assert.deepEqual(samples.map((e) => e.name), ['warm-up', ...measured.samples.map((_, i) => `round ${i + 1}`)], `${prefix}: the warm-up, then every graded round`);
+    samples.forEach((sample, i) => {
+      const inside = within(sample);
+      const [run] = inside.filter((e) => e.name === 'run 1');
+      assert.ok(run, `${prefix} ${sample.name}: its first run`);
+      const others = inside.filter((e) => /^runs? 2/.test(e.name));
+      assert.ok(others.length <= 1, `${prefix} ${sample.name}: the other runs are one event`);
+      const runs = 1 + others.reduce((n, e) => n + e.count, 0);
+      assert.ok(i > 0 || runs === 1, 'a warm-up is one run');
+      // A round's samples/s is batch × steps × runs ÷ the runs' wall times added up.
+      const walls = run.dur / 1e3 + others.reduce((ms, e) => ms + e.busy / 1e3, 0);
+      if (i > 0) close(walls, (measured.knobs.batch * r.steps * runs) / measured.samples[i - 1] * 1e3, `${prefix} ${sample.name} wall time of ${runs} runs`);
+      const steps = within(run).filter((e) => /^steps? \d/.test(e.name)).reduce((n, e) => n + e.count, 0);
+      assert.equal(steps, r.steps, `${prefix} ${sample.name}: every step inside its first run`);
+      assert.equal(within(run).filter((e) => e.name.startsWith('final loss read')).length, 1, `${prefix} ${sample.name}: its final wait`);
+    });
+  }
+  assert.match(r.trace.otherData.aggregated, /merged into one event per run/);
+});
+
 test('every default run\'s trace stays well under 50 KB', async () => {
-  for (const [name, args] of [['training', []], ['streams', []], ['launch', []], ['transfer', []], ['precision', ['--size', '512']]]) {
+  for (const [name, args] of [['training', []], ['streams', []], ['launch', []], ['transfer', []], ['precision', ['--size', '512']], ['lab', []]]) {
     const r = bench(name, args);
     const bytes = JSON.stringify(r.trace).length;
     assert.ok(bytes < 50_000, `${name}: ${bytes} bytes of trace`);

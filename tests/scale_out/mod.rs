@@ -2,9 +2,11 @@
 //! (`serve --role web`) and workers (`gpulab worker`) as separate binaries. A student's
 //! playground lives in one worker and every web node reaches it; a PostgreSQL restart
 //! answers 503 meanwhile and loses no acknowledged write; `db copy` moves a SQLite
-//! gradebook into PostgreSQL without loss. The many-students run with killed processes
+//! gradebook into PostgreSQL without loss; a web node shows a live worker's measured
+//! ceilings. The many-students run with killed processes
 //! is `tests/cluster/` (Node, run by tests/run.sh).
 
+mod ceilings;
 mod copy;
 mod instructor;
 mod playground;

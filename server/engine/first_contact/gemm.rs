@@ -24,7 +24,8 @@ use crate::experiments::precision::{Format, tolerance};
 use crate::gpu::blas::{BlasScalar, Compute, Operand, Output};
 use crate::gpu::{Gpu, GpuError};
 
-use super::{max_relative_error, product, random};
+use super::{max_relative_error, product};
+use crate::cpu::random_matrix;
 
 /// Odd, non-square sizes, so a swapped dimension or leading dimension shows.
 pub const SHAPE: (usize, usize, usize) = (37, 53, 29);
@@ -205,7 +206,7 @@ pub fn judge(case: &GemmCase, error: f64) -> (bool, String) {
 pub fn inputs(case: &GemmCase) -> (Vec<f64>, Vec<f64>) {
     let (m, k, n) = case.shape;
     let make = |len, seed| -> Vec<f64> {
-        random(len, seed)
+        random_matrix(len, seed)
             .into_iter()
             .map(|x| {
                 case.input

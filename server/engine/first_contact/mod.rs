@@ -15,6 +15,7 @@
 use serde::Serialize;
 
 use crate::cpu::Mat;
+use crate::cpu::{random_matrix, to_f64};
 use crate::experiments::precision::{Format, tolerance};
 use crate::experiments::training::{self, TrainParams};
 use crate::experiments::transfer;
@@ -116,12 +117,12 @@ pub fn gpu_checks(gpu: &mut Gpu) -> Vec<Check> {
 /// The CPU backend's quick checks: its GEMM against the FP64 product.
 pub fn cpu_checks() -> Vec<Check> {
     let (m, k, n) = gemm::SHAPE;
-    let a = random(m * k, 1);
-    let b = random(k * n, 2);
+    let a = random_matrix(m * k, 1);
+    let b = random_matrix(k * n, 2);
     let mut c = vec![0f32; m * n];
     crate::cpu::gemm(Mat::new(&a, m, k), Mat::new(&b, k, n), 0.0, &mut c);
-    let reference = product(&widen(&a), &widen(&b), m, k, n, false);
-    let error = max_relative_error(&widen(&c), &reference);
+    let reference = product(&to_f64(&a), &to_f64(&b), m, k, n, false);
+    let error = max_relative_error(&to_f64(&c), &reference);
     let limit = tolerance(Format::Fp32, k);
     let mut checks = vec![Check::expect(
         "first contact: CPU SGEMM vs FP64",
@@ -152,7 +153,10 @@ fn training_step(gpu: &mut Gpu) -> Check {
 
 fn kernel(gpu: &Gpu) -> Check {
     let label = "first contact: relu_f32 kernel vs CPU";
-    let input: Vec<f32> = random(4099, 5).into_iter().map(|x| x * 8.0).collect();
+    let input: Vec<f32> = random_matrix(4099, 5)
+        .into_iter()
+        .map(|x| x * 8.0)
+        .collect();
     let expected: Vec<f32> = input.iter().map(|x| x.max(0.0)).collect();
     match gpu.relu(&input) {
         Ok(out) => Check::expect(
@@ -202,23 +206,6 @@ fn max_relative_error(out: &[f64], reference: &[f64]) -> f64 {
         / scale
 }
 
-fn widen(v: &[f32]) -> Vec<f64> {
-    v.iter().map(|x| f64::from(*x)).collect()
-}
-
-/// `len` numbers in [-1, 1) from a fixed xorshift sequence (`seed` picks one).
-fn random(len: usize, seed: u64) -> Vec<f32> {
-    let mut state = 0x9E37_79B9_7F4A_7C15u64 ^ seed.wrapping_mul(0xD1B5_4A32_D192_ED03);
-    (0..len)
-        .map(|_| {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            ((state >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
-        })
-        .collect()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -247,8 +234,8 @@ mod tests {
     #[test]
     fn the_fp64_reference_and_the_error_measure_can_tell_a_wrong_product() {
         let (m, k, n) = gemm::SHAPE;
-        let a = widen(&random(m * k, 1));
-        let b = widen(&random(k * n, 2));
+        let a = to_f64(&random_matrix(m * k, 1));
+        let b = to_f64(&random_matrix(k * n, 2));
         let right = product(&a, &b, m, k, n, false);
         // B stored transposed and read transposed is the same product.
         let mut bt = vec![0.0; k * n];

@@ -27,6 +27,19 @@ pub enum LabId {
     SlowLoopDoctor,
 }
 
+impl LabId {
+    /// The API's name: `feed-the-gpu` ….
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::FeedTheGpu => "feed-the-gpu",
+            Self::StopWaiting => "stop-waiting",
+            Self::FitTheBudget => "fit-the-budget",
+            Self::MixedPrecision => "mixed-precision",
+            Self::SlowLoopDoctor => "slow-loop-doctor",
+        }
+    }
+}
+
 /// Every lab, in course order.
 pub const ALL: [LabId; 5] = [
     LabId::FeedTheGpu,
@@ -79,6 +92,42 @@ impl Knob {
         }
     }
 
+    /// The knob in words, as a lab's description lists it.
+    pub fn label(self) -> &'static str {
+        match self {
+            Self::Batch => "batch size",
+            Self::DataOnDevice => "data set kept on the device",
+            Self::Pinned => "pinned host memory",
+            Self::NonBlocking => "non-blocking copies with prefetch",
+            Self::LogEvery => "how often the loss is read",
+            Self::TimerSync => "a sync before the step timer",
+            Self::Precision => "precision",
+            Self::Optimizer => "optimizer",
+            Self::Accumulation => "gradient accumulation",
+            Self::Recompute => "recomputing layer 1",
+        }
+    }
+
+    /// This knob as set in `k`, in words (`None` for a switch that is off).
+    pub fn setting_in(self, k: &Knobs) -> Option<String> {
+        let on = |b: bool, words: &str| b.then(|| words.to_string());
+        match self {
+            Self::Batch => Some(format!("batch size {}", k.batch)),
+            Self::DataOnDevice => on(k.data_on_device, "the data set kept on the device"),
+            Self::Pinned => on(k.pinned, "pinned host memory"),
+            Self::NonBlocking => on(k.non_blocking, "non-blocking copies with prefetch"),
+            Self::LogEvery => Some(format!("the loss read every {} steps", k.log_every)),
+            Self::TimerSync => on(k.timer_sync, "a sync before the step timer"),
+            Self::Precision => Some(format!("{} precision", k.precision.name().to_uppercase())),
+            Self::Optimizer => Some(match k.optimizer {
+                Optim::Sgd => "SGD".to_string(),
+                Optim::Adam => "Adam".to_string(),
+            }),
+            Self::Accumulation => Some(format!("{} micro-batches per step", k.accumulation)),
+            Self::Recompute => on(k.recompute, "layer 1 recomputed in the backward pass"),
+        }
+    }
+
     /// Whether the knob changes nothing on the CPU backend, and why.
     pub fn cpu_inert(self) -> Option<&'static str> {
         match self {
@@ -92,7 +141,7 @@ impl Knob {
 }
 
 /// One setting of every knob: a baseline, a reference or a learner's candidate.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct Knobs {
     /// Tickets per optimiser step.
     pub batch: usize,
@@ -294,6 +343,17 @@ pub fn lab(id: LabId) -> Lab {
 }
 
 impl Lab {
+    /// The lab's knobs as set in `k`, in words: "batch size 256, the data set kept on
+    /// the device, pinned host memory" (switches that are off are left out).
+    pub fn setting_text(&self, k: &Knobs) -> String {
+        let parts: Vec<String> = self
+            .knobs
+            .iter()
+            .filter_map(|(knob, _)| knob.setting_in(k))
+            .collect();
+        parts.join(", ")
+    }
+
     /// Whether the learner may turn `knob` in this lab.
     pub fn has(&self, knob: Knob) -> bool {
         self.knobs.iter().any(|(k, _)| *k == knob)
@@ -314,6 +374,13 @@ impl Lab {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_labs_api_name_is_its_serde_name() {
+        for id in ALL {
+            assert_eq!(serde_json::to_value(id).unwrap(), id.name());
+        }
+    }
 
     #[test]
     fn every_lab_differs_from_its_baseline_only_in_its_own_knobs() {

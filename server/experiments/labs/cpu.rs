@@ -9,12 +9,13 @@
 //! `pinned` and `non_blocking` change nothing here (see [`super::catalog::Knob`]).
 //! The step itself is the training run's reference step ([`crate::experiments::training::model`]),
 //! with gradient accumulation over micro-batches and optional recomputation of layer 1.
+//! Each step's host time in the loop is kept for the trace ([`super::timeline`]).
 
 use std::sync::mpsc;
 use std::time::Instant;
 
 use super::catalog::Knobs;
-use super::sample::{RunSample, TimeProfile};
+use super::sample::{RunClock, RunSample, TimeProfile};
 use crate::cpu::{Mat, gemm};
 use crate::experiments::ExperimentError;
 use crate::experiments::training::TrainParams;
@@ -66,9 +67,11 @@ pub fn run(
             waited += t.elapsed().as_secs_f64();
             loss
         };
-        let start = Instant::now();
+        let mut clock = RunClock::start(steps);
+        let start = clock.started;
         for step in 0..steps {
             deadline.check()?;
+            let began = clock.now_ms();
             if knobs.data_on_device {
                 queue.send(Work::Resident(step)).map_err(|_| gone())?;
             } else {
@@ -82,6 +85,7 @@ pub fn run(
             if (step + 1).is_multiple_of(knobs.log_every) {
                 std::hint::black_box(sync(&queue)?);
             }
+            clock.steps.push((began, clock.now_ms()));
         }
         if knobs.timer_sync {
             sync(&queue)?;
@@ -89,6 +93,7 @@ pub fn run(
         let timer = start.elapsed().as_secs_f64();
         let last = sync(&queue)?;
         let wall = start.elapsed().as_secs_f64();
+        clock.wall_ms = wall * 1e3;
         drop(queue);
         let (losses, compute, optimizer) = device.join().map_err(|_| gone())?;
         let per_step = |s: f64| s * 1e3 / steps as f64;
@@ -106,6 +111,7 @@ pub fn run(
                 compute_ms: per_step(compute),
                 optimizer_ms: per_step(optimizer),
             },
+            clock,
         })
     })
 }

@@ -4,18 +4,19 @@
 //! copies it over the rows the step reads; `non_blocking` with pinned memory queues
 //! that copy on a side stream one step ahead (the prefetch), from two alternating
 //! page-locked buffers. The loss is read every `log_every` steps; the timer is the host
-//! clock around the loop, synchronised first only with `timer_sync`.
+//! clock around the loop, synchronised first only with `timer_sync`. Each optimiser
+//! step's host time in the loop (all its micro-batches) is kept for the trace.
 //!
-//! Gradient accumulation is timed as `accumulation` micro-batch steps, each with its
-//! own update (the device loop has no separate accumulate kernel): for this model the
-//! update is a handful of small kernels, and the memory lab grades memory through the
-//! allocator model, not this loop.
+//! Gradient accumulation runs `accumulation` micro-batches per optimiser step, summing
+//! their gradients on the device and updating the weights once per step
+//! (`DeviceRun::micro_step`), as the CPU loop does; the memory lab grades memory
+//! through the allocator model, not this loop.
 
 use std::time::Instant;
 
 use super::catalog::Knobs;
 use super::cpu::train_params;
-use super::sample::{RunSample, TimeProfile};
+use super::sample::{RunClock, RunSample, TimeProfile};
 use crate::experiments::ExperimentError;
 use crate::experiments::training::gpu::DeviceRun;
 use crate::experiments::training::model::Tickets;
@@ -59,12 +60,17 @@ pub fn run(
         let on = if prefetch { &side } else { &main };
         run.feed(on, s, buffer)
     };
-    let start = Instant::now();
+    let mut clock = RunClock::start(steps.max(1));
+    let start = clock.started;
+    let mut began = 0.0;
     if prefetch && !knobs.data_on_device {
         feed(&mut run, &mut pinned, 0)?;
     }
     for s in 0..micro_steps {
         deadline.check()?;
+        if s > 0 && s.is_multiple_of(knobs.accumulation.max(1)) {
+            began = clock.now_ms();
+        }
         if !knobs.data_on_device {
             let t = Instant::now();
             if prefetch {
@@ -81,7 +87,8 @@ pub fn run(
         if knobs.recompute {
             run.recompute_hidden(s)?;
         }
-        run.step(s)?;
+        let of = knobs.accumulation.max(1);
+        run.micro_step(s, s % of, of)?;
         let optimizer_step = (s + 1).is_multiple_of(knobs.accumulation.max(1));
         let nth = (s + 1) / knobs.accumulation.max(1);
         // The first loss is read too, so "the loss still falls" has its start.
@@ -93,6 +100,9 @@ pub fn run(
                 first_loss = loss;
             }
         }
+        if optimizer_step {
+            clock.steps.push((began, clock.now_ms()));
+        }
     }
     if knobs.timer_sync {
         main.sync()?;
@@ -100,6 +110,7 @@ pub fn run(
     let timer = start.elapsed().as_secs_f64();
     let final_loss = run.read_loss()?;
     let wall = start.elapsed().as_secs_f64();
+    clock.wall_ms = wall * 1e3;
     let per_step = |s: f64| s * 1e3 / steps.max(1) as f64;
     Ok(RunSample {
         samples_per_sec: (knobs.batch * steps.max(1)) as f64 / wall.max(1e-9),
@@ -119,5 +130,6 @@ pub fn run(
             compute_ms: f64::NAN,
             optimizer_ms: f64::NAN,
         },
+        clock,
     })
 }

@@ -2,13 +2,15 @@
 //! the rule is tested exactly (no clocks here).
 //!
 //! A lab's baseline and the learner's candidate run in the same job, interleaved, so
-//! each has a handful of samples measured under the same conditions. A speed criterion
-//! passes only when the improvement holds beyond the noise: the candidate's *first*
-//! quartile against the baseline's *third* quartile (the pessimistic ratio) must reach
-//! the target. It fails when even the optimistic ratio (candidate's third quartile
-//! against the baseline's first) stays below the target. Anything between is
-//! "inconclusive": the box was too noisy to tell, run again. A lucky run cannot pass
-//! (one fast sample moves neither quartile far), and a noisy box is never called a fail.
+//! each round holds one sample of each, measured back to back under the same
+//! conditions. A speed criterion compares them pair by pair: each round's ratio
+//! (candidate over baseline) is a reading of the gain, and a load that comes and goes
+//! on a busy box moves both sides of a pair together. It passes only when the gain
+//! holds beyond the noise: the *first* quartile of the round ratios (the pessimistic
+//! reading) must reach the target. It fails when even their *third* quartile (the
+//! optimistic reading) stays below the target. Anything between is "inconclusive": the
+//! box was too noisy to tell, run again. A lucky run cannot pass (one fast round moves
+//! the first quartile little), and a noisy box is never called a fail.
 //!
 //! Targets come from the lab's definition on the backend at hand ([`target`]): the
 //! lab's known-good settings (its reference) run in the same job, and the target is the
@@ -26,6 +28,9 @@ pub const MIN_SAMPLES: usize = 3;
 pub const REAL_EFFECT: f64 = 1.2;
 /// Share of the reference's gain (above 1×) a backend-limited target asks for.
 pub const REFERENCE_SHARE: f64 = 0.75;
+/// Widest spread (third over first quartile of its round ratios) of a reference gain
+/// that may size a target: beyond it the reference's gain itself is too uncertain.
+pub const MAX_REFERENCE_SPREAD: f64 = 1.5;
 
 /// How one criterion came out.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
@@ -73,11 +78,11 @@ impl Verdict {
 /// A ratio of the candidate over the baseline, with its spread.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, utoipa::ToSchema)]
 pub struct Ratio {
-    /// Median over median.
+    /// The median of the round ratios.
     pub median: f64,
-    /// The pessimistic reading (candidate Q1 ÷ baseline Q3).
+    /// The pessimistic reading: the round ratios' first quartile.
     pub low: f64,
-    /// The optimistic reading (candidate Q3 ÷ baseline Q1).
+    /// The optimistic reading: the round ratios' third quartile.
     pub high: f64,
 }
 
@@ -96,15 +101,16 @@ pub fn quartiles(samples: &[f64]) -> Option<(f64, f64, f64)> {
     ))
 }
 
-/// The candidate's gain over the baseline for a higher-is-better measurement.
+/// The candidate's gain over the baseline for a higher-is-better measurement, from
+/// samples taken in rounds (`baseline[i]` and `candidate[i]` back to back): the
+/// quartiles of the round ratios. `None` when the rounds do not pair up or are too few.
 pub fn gain(baseline: &[f64], candidate: &[f64]) -> Option<Ratio> {
-    let (b1, bm, b3) = quartiles(baseline)?;
-    let (c1, cm, c3) = quartiles(candidate)?;
-    Some(Ratio {
-        median: cm / bm,
-        low: c1 / b3,
-        high: c3 / b1,
-    })
+    if baseline.len() != candidate.len() || baseline.iter().any(|b| !b.is_finite() || *b <= 0.0) {
+        return None;
+    }
+    let ratios: Vec<f64> = baseline.iter().zip(candidate).map(|(b, c)| c / b).collect();
+    let (low, median, high) = quartiles(&ratios)?;
+    Some(Ratio { median, low, high })
 }
 
 /// What a speed criterion aims at on this backend.
@@ -132,12 +138,17 @@ impl Target {
 /// The speed target on this backend: `nominal`, or, when the lab's reference reached
 /// less, [`REFERENCE_SHARE`] of the way from 1× to the reference's median gain. Not
 /// graded when even the reference's optimistic gain is under [`REAL_EFFECT`]; unsure
-/// when its median is under it but its optimistic reading is not.
+/// when its median is under it but its optimistic reading is not, and when a target
+/// would be sized from a reference gain whose middle half spans more than
+/// [`MAX_REFERENCE_SPREAD`] (on a busy box the reference's gain is squeezed and swings,
+/// and a target sized from it would be too easy or too hard).
 pub fn target(nominal: f64, reference: Option<Ratio>) -> Target {
     match reference {
         None => Target::Unsure,
         Some(r) if r.high < REAL_EFFECT => Target::NotReal,
         Some(r) if r.median < REAL_EFFECT => Target::Unsure,
+        Some(r) if r.median >= nominal => Target::At(nominal),
+        Some(r) if r.high > MAX_REFERENCE_SPREAD * r.low => Target::Unsure,
         Some(r) => Target::At(nominal.min(1.0 + REFERENCE_SHARE * (r.median - 1.0))),
     }
 }
@@ -169,7 +180,7 @@ pub fn grade_within(values: &[f64], lo: f64, hi: f64) -> Verdict {
 mod tests {
     use super::*;
 
-    // Samples/s of five interleaved rounds each, in the range the CPU backend measures
+    // Samples/s of five interleaved rounds each (pairs by index), in the range the CPU backend measures
     // for the feed-the-GPU lab (baseline batch 16; candidate batch 256, data resident).
     const BASELINE: [f64; 5] = [41_200.0, 40_100.0, 43_900.0, 39_800.0, 42_500.0];
     const FAST: [f64; 5] = [161_000.0, 158_300.0, 166_900.0, 149_800.0, 163_200.0];
@@ -199,17 +210,32 @@ mod tests {
 
     #[test]
     fn a_noisy_box_is_inconclusive_not_failed() {
-        // The candidate's median is 3.1× but both sides swing by ±60%.
+        // The candidate's median round is 3.1× but the rounds swing from 2× to 4.5×.
         let base = [20_000.0, 40_000.0, 60_000.0, 35_000.0, 45_000.0];
-        let cand = [70_000.0, 125_000.0, 190_000.0, 100_000.0, 160_000.0];
+        let cand = [40_000.0, 124_000.0, 270_000.0, 70_000.0, 190_000.0];
         let r = gain(&base, &cand).unwrap();
-        assert!(r.median > 3.0);
+        assert!(r.median > 3.0, "{r:?}");
         assert_eq!(grade_gain(Some(r), Target::At(3.0)), Verdict::Inconclusive);
-        // Too few samples cannot be graded either way.
+        // Too few rounds, or rounds that do not pair up, cannot be graded either way.
         assert_eq!(
-            grade_gain(gain(&base[..2], &cand), Target::At(3.0)),
+            grade_gain(gain(&base[..2], &cand[..2]), Target::At(3.0)),
             Verdict::Inconclusive
         );
+        assert_eq!(gain(&base[..4], &cand), None);
+    }
+
+    #[test]
+    fn a_load_that_moves_both_sides_of_each_round_cancels() {
+        // The box's load halves and doubles both settings' speed round by round: the
+        // pooled spreads overlap, the round ratios do not.
+        let base = [20_000.0, 40_000.0, 60_000.0, 35_000.0, 45_000.0];
+        let cand = base.map(|b| b * 3.4);
+        let r = gain(&base, &cand).unwrap();
+        assert!(
+            (r.low - 3.4).abs() < 1e-9 && (r.high - 3.4).abs() < 1e-9,
+            "{r:?}"
+        );
+        assert_eq!(grade_gain(Some(r), Target::At(3.0)), Verdict::Pass);
     }
 
     #[test]
@@ -221,6 +247,15 @@ mod tests {
         };
         assert_eq!(target(3.0, Some(r(8.0))), Target::At(3.0));
         assert_eq!(target(3.0, Some(r(2.0))), Target::At(1.75));
+        // A reference whose rounds swing from 1.5× to 3× cannot size a lower target…
+        let swinging = Ratio {
+            median: 2.0,
+            low: 1.5,
+            high: 3.0,
+        };
+        assert_eq!(target(3.0, Some(swinging)), Target::Unsure);
+        // … but one that reaches the nominal factor leaves the nominal target.
+        assert_eq!(target(1.8, Some(swinging)), Target::At(1.8));
         // BF16 emulated on a CPU: the reference is slower than the baseline.
         assert_eq!(target(1.5, Some(r(0.8))), Target::NotReal);
         // A reference at 1.15× ± 10% may or may not be real: run again.

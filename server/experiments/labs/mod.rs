@@ -6,36 +6,51 @@
 //! parameter serves the five labs ([`catalog`]), so they share one route, one panel and
 //! the same caps, rate limits and queue as every other experiment.
 //!
-//! [`cpu`] is the loop on the CPU backend, [`gpu`] the same loop on the GPU;
+//! [`params`] is what a learner submits; [`cpu`] is the loop on the CPU backend, [`gpu`] the same loop on the GPU;
 //! [`memory`] replays a setting through the allocator model for the memory budget.
-//! [`result`] assembles the graded result and its explanation.
+//! [`criteria`] grades each of a lab's goals, [`result`] assembles the graded result
+//! and its explanation; [`timeline`] draws the job's runs and their steps as a Chrome
+//! trace, one track per setting; [`recorded_tests`] re-grades runs recorded on real
+//! machines.
 
 pub mod catalog;
 pub mod cpu;
+pub mod criteria;
 pub mod gpu;
 pub mod grade;
 pub mod memory;
+pub mod params;
 pub mod result;
 pub mod sample;
+pub mod timeline;
+
+#[cfg(test)]
+mod recorded_tests;
 
 use std::fmt::Write as _;
-
-use serde::{Deserialize, Serialize};
+use std::time::{Duration, Instant};
 
 use super::prediction::{On, Quantity, Scale};
 use super::selftest::{Check, checked};
+use super::training;
+#[cfg(test)]
+use super::training::TrainPrecision;
 use super::training::model::Tickets;
-use super::training::{self, Optim, TrainPrecision};
 use super::{Experiment, ExperimentError, ParamError, Rule};
 use crate::config::Limits;
 use crate::gpu::Gpu;
 use crate::measure::Deadline;
 pub use catalog::{ALL, Knob, Knobs, Lab, LabId, lab};
 pub use grade::Verdict;
+pub use params::LabParams;
 pub use result::LabResult;
 
 /// Measured rounds of each setting (after one warm-up each): enough for quartiles.
 pub const ROUNDS: usize = 7;
+/// Shortest sample: a run shorter than this is repeated back to back to make one.
+pub const MIN_SAMPLE: Duration = Duration::from_millis(40);
+/// Most back-to-back runs in one sample.
+pub const MAX_REPEATS: usize = 32;
 /// Largest batch a candidate may ask for.
 pub const MAX_BATCH: usize = 1024;
 /// Most micro-batches per optimiser step.
@@ -43,118 +58,48 @@ pub const MAX_ACCUMULATION: usize = 16;
 /// Sparsest loss reading a candidate may ask for.
 pub const MAX_LOG_EVERY: usize = 100;
 
-/// What the learner submits: the lab and its knobs. Knobs the lab does not offer are
-/// ignored (the lab's baseline value is used and the result says so).
-#[derive(Debug, Clone, Deserialize, Serialize, utoipa::ToSchema)]
-#[serde(deny_unknown_fields)]
-pub struct LabParams {
-    /// `feed-the-gpu`, `stop-waiting`, `fit-the-budget`, `mixed-precision` or
-    /// `slow-loop-doctor`.
-    pub lab: LabId,
-    /// Tickets per optimiser step.
-    pub batch: usize,
-    /// Keep the data set on the device and read batches in place.
-    pub data_on_device: bool,
-    /// Stage host batches in page-locked memory.
-    pub pinned: bool,
-    /// Copy asynchronously, prefetching the next batch on a side stream.
-    pub non_blocking: bool,
-    /// Read the loss every this many steps.
-    pub log_every: usize,
-    /// Synchronise before the step timer reads the clock.
-    pub timer_sync: bool,
-    /// `fp32` or `bf16`.
-    pub precision: TrainPrecision,
-    /// `sgd` or `adam`.
-    pub optimizer: Optim,
-    /// Micro-batches per optimiser step (gradient accumulation).
-    pub accumulation: usize,
-    /// Recompute layer 1's activations in the backward pass.
-    pub recompute: bool,
-}
+/// Every round of each setting (baseline, candidate, reference) and the job's trace.
+type Rounds = ([Vec<sample::RunSample>; 3], super::trace::Trace);
 
-impl Default for LabParams {
-    fn default() -> Self {
-        Self::baseline_of(LabId::FeedTheGpu)
-    }
-}
-
-impl LabParams {
-    /// The parameters that ask for `id`'s baseline itself.
-    pub fn baseline_of(id: LabId) -> Self {
-        let k = lab(id).baseline;
-        Self {
-            lab: id,
-            batch: k.batch,
-            data_on_device: k.data_on_device,
-            pinned: k.pinned,
-            non_blocking: k.non_blocking,
-            log_every: k.log_every,
-            timer_sync: k.timer_sync,
-            precision: k.precision,
-            optimizer: k.optimizer,
-            accumulation: k.accumulation,
-            recompute: k.recompute,
-        }
-    }
-
-    /// The candidate: the lab's baseline with the lab's own knobs taken from here.
-    pub fn candidate(&self) -> Knobs {
-        let l = lab(self.lab);
-        let mut k = l.baseline;
-        let take = |knob| l.has(knob);
-        if take(Knob::Batch) {
-            k.batch = self.batch;
-        }
-        if take(Knob::DataOnDevice) {
-            k.data_on_device = self.data_on_device;
-        }
-        if take(Knob::Pinned) {
-            k.pinned = self.pinned;
-        }
-        if take(Knob::NonBlocking) {
-            k.non_blocking = self.non_blocking;
-        }
-        if take(Knob::LogEvery) {
-            k.log_every = self.log_every;
-        }
-        if take(Knob::TimerSync) {
-            k.timer_sync = self.timer_sync;
-        }
-        if take(Knob::Precision) {
-            k.precision = self.precision;
-        }
-        if take(Knob::Optimizer) {
-            k.optimizer = self.optimizer;
-        }
-        if take(Knob::Accumulation) {
-            k.accumulation = self.accumulation;
-        }
-        if take(Knob::Recompute) {
-            k.recompute = self.recompute;
-        }
-        k
-    }
-}
-
-/// Runs `l`'s baseline, `candidate` and reference interleaved with `run_one`.
+/// Runs `l`'s baseline, `candidate` and reference interleaved with `run_one`, each
+/// run drawn on the trace (the warm-ups too: they ran, though they are not graded).
+/// Each round's sample of a setting spans at least [`MIN_SAMPLE`]: a setting whose run
+/// is shorter is run back to back often enough (sized from its warm-up run) and the
+/// repeats make one sample, so a scheduler's time slice on a busy box is a small part
+/// of every sample instead of the whole of some.
 fn measure(
     l: &Lab,
-    candidate: &Knobs,
-    reference: &Knobs,
+    (candidate, reference): (&Knobs, &Knobs),
+    on_gpu: bool,
     mut run_one: impl FnMut(&Knobs) -> Result<sample::RunSample, ExperimentError>,
-) -> Result<[Vec<sample::RunSample>; 3], ExperimentError> {
+) -> Result<Rounds, ExperimentError> {
     let settings = [l.baseline, *candidate, *reference];
-    for s in &settings {
-        run_one(s)?; // warm-up: first-touch page faults, caches, clocks
+    let mut trace = timeline::LabTrace::new(on_gpu);
+    let mut repeats = [1usize; 3];
+    for (i, s) in settings.iter().enumerate() {
+        // Warm-up: first-touch page faults, caches, clocks; its length sizes the repeats.
+        let started = Instant::now();
+        let warm = run_one(s)?;
+        repeats[i] = repeats_for(started.elapsed());
+        trace.sample(i, "warm-up", std::slice::from_ref(&warm));
     }
     let mut out: [Vec<sample::RunSample>; 3] = Default::default();
-    for _ in 0..ROUNDS {
+    for round in 1..=ROUNDS {
         for (i, s) in settings.iter().enumerate() {
-            out[i].push(run_one(s)?);
+            let runs = (0..repeats[i])
+                .map(|_| run_one(s))
+                .collect::<Result<Vec<_>, _>>()?;
+            trace.sample(i, &format!("round {round}"), &runs);
+            out[i].push(sample::RunSample::combine(&runs));
         }
     }
-    Ok(out)
+    Ok((out, trace.finish()))
+}
+
+/// Back-to-back runs that make one sample of a setting whose run took `one`.
+fn repeats_for(one: Duration) -> usize {
+    let needed = MIN_SAMPLE.as_secs_f64() / one.as_secs_f64().max(1e-6);
+    (needed.ceil() as usize).clamp(1, MAX_REPEATS)
 }
 
 /// The experiment.
@@ -226,9 +171,10 @@ impl Experiment for Labs {
     fn method(p: &LabParams) -> String {
         let l = lab(p.lab);
         format!(
-            "{}: baseline, your settings and the lab's reference, each {} training steps of Linear(32, {h}) → ReLU → Linear({h}, 3) per run, one warm-up run of each then {ROUNDS} rounds interleaved (A B R …); samples/s = tickets ÷ wall time from the first enqueue to the last step's end; graded on quartiles (your Q1 against the baseline's Q3 must reach the target; below it even on your Q3 against its Q1 is a miss; between is inconclusive); speed targets are the lab's nominal factor or, where this backend's reference reaches less, three quarters of the way to the reference's gain",
+            "{}: baseline, your settings and the lab's reference, each {} training steps of Linear(32, {h}) → ReLU → Linear({h}, 3) per run, one warm-up run of each then {ROUNDS} rounds interleaved (A B R …), a run shorter than {} ms repeated back to back to make one sample of at least that; samples/s = tickets ÷ wall time from the first enqueue to the last step's end; graded on each round's ratio of your sample to the baseline's (the ratios' first quartile must reach the target; their third quartile below it is a miss; between is inconclusive); speed targets are the lab's nominal factor or, where this backend's reference reaches less, three quarters of the way to the reference's gain",
             l.title,
             l.steps,
+            MIN_SAMPLE.as_millis(),
             h = l.baseline.hidden,
         )
     }
@@ -241,20 +187,20 @@ impl Experiment for Labs {
         let l = lab(p.lab);
         let data = Tickets::generate();
         let candidate = p.candidate();
-        let runs = measure(&l, &candidate, &l.reference, |k| {
+        let (runs, trace) = measure(&l, (&candidate, &l.reference), true, |k| {
             gpu::run(g, k, l.steps, &data, deadline)
         })?;
-        Ok(result::assemble(&l, &candidate, &l.reference, &runs, true))
+        Ok(result::assemble(&l, &candidate, &l.reference, &runs, trace))
     }
 
     fn run_cpu(p: &LabParams, deadline: &Deadline) -> Result<LabResult, ExperimentError> {
         let l = lab(p.lab);
         let data = Tickets::generate();
         let (candidate, reference) = (p.candidate(), l.cpu_reference());
-        let runs = measure(&l, &candidate, &reference, |k| {
+        let (runs, trace) = measure(&l, (&candidate, &reference), false, |k| {
             cpu::run(k, l.steps, &data, deadline)
         })?;
-        Ok(result::assemble(&l, &candidate, &reference, &runs, false))
+        Ok(result::assemble(&l, &candidate, &reference, &runs, trace))
     }
 
     fn table(_: &LabParams, r: &LabResult) -> String {
@@ -286,11 +232,11 @@ impl Experiment for Labs {
         result::describe(&lab(p.lab))
     }
 
-    fn selftest(_: Option<&mut Gpu>) -> Vec<Check> {
+    fn selftest(gpu: Option<&mut Gpu>) -> Vec<Check> {
         let deadline = Deadline::after(std::time::Duration::from_secs(60));
         let data = Tickets::generate();
         let l = lab(LabId::StopWaiting);
-        vec![checked(
+        let mut checks = vec![checked(
             "lab: a synced timer reads the true step time on the CPU",
             cpu::run(&l.reference, l.steps, &data, &deadline),
             |s| {
@@ -299,7 +245,41 @@ impl Experiment for Labs {
                     format!("timer ÷ true = {:.3}", s.timer_ratio),
                 )
             },
-        )]
+        )];
+        if let Some(g) = gpu {
+            // Four micro-batches of 16 summed on the device are one step of 64: the
+            // same loss after ten SGD steps, up to FP32 summation order.
+            let one = Knobs {
+                batch: 64,
+                data_on_device: true,
+                log_every: 100,
+                optimizer: training::Optim::Sgd,
+                ..catalog::SLOW
+            };
+            let four = Knobs {
+                accumulation: 4,
+                ..one
+            };
+            let runs = gpu::run(g, &one, 10, &data, &deadline)
+                .and_then(|a| Ok((a, gpu::run(g, &four, 10, &data, &deadline)?)));
+            checks.push(checked(
+                "lab: four accumulated micro-batches train like one batch on the GPU",
+                runs,
+                |(a, b)| {
+                    let gap = f64::from(
+                        (a.final_loss - b.final_loss).abs() / a.final_loss.abs().max(1e-6),
+                    );
+                    (
+                        gap < 1e-3 && a.final_loss < a.first_loss,
+                        format!(
+                            "loss {:.5} → {:.5} in one batch, {:.5} → {:.5} in four ({:.2e} apart)",
+                            a.first_loss, a.final_loss, b.first_loss, b.final_loss, gap
+                        ),
+                    )
+                },
+            ));
+        }
+        checks
     }
 }
 
@@ -324,5 +304,35 @@ mod tests {
             ..LabParams::baseline_of(LabId::FitTheBudget)
         };
         assert!(Labs::check(&bad, &Limits::default()).is_err());
+    }
+
+    #[test]
+    fn short_runs_are_repeated_to_make_a_sample_of_at_least_min_sample() {
+        assert_eq!(repeats_for(MIN_SAMPLE * 2), 1);
+        assert_eq!(repeats_for(MIN_SAMPLE), 1);
+        assert_eq!(repeats_for(MIN_SAMPLE / 4), 4);
+        assert_eq!(repeats_for(MIN_SAMPLE / 3 + Duration::from_micros(1)), 3);
+        assert_eq!(repeats_for(Duration::ZERO), MAX_REPEATS);
+        let mut lengths = Vec::new();
+        let l = lab(LabId::StopWaiting);
+        let (runs, _) = measure(&l, (&l.reference, &l.reference), false, |k| {
+            lengths.push(k.log_every);
+            // A run of 10 ms: four of them make a sample.
+            let clock = sample::RunClock::start(0);
+            std::thread::sleep(Duration::from_millis(10));
+            Ok(sample::RunSample {
+                samples_per_sec: 1000.0,
+                timer_ratio: 1.0,
+                first_loss: 1.0,
+                final_loss: 0.5,
+                profile: sample::TimeProfile::default(),
+                clock,
+            })
+        })
+        .unwrap();
+        assert!(runs.iter().all(|r| r.len() == ROUNDS));
+        // Three warm-ups, then each sample of up to 4 runs (a slow sleep may need fewer).
+        assert!(lengths.len() > 3 + 3 * ROUNDS, "{}", lengths.len());
+        assert!(lengths.len() <= 3 + 3 * ROUNDS * 4, "{}", lengths.len());
     }
 }

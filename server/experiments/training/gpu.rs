@@ -53,6 +53,16 @@ pub(crate) struct DeviceRun {
     dz1: DeviceBuffer<f32>,
     losses: DeviceBuffer<f32>,
     loss: DeviceBuffer<f32>,
+    /// The running sums of a step's micro-batches, once a lab asks for accumulation.
+    accumulated: Option<Accumulated>,
+}
+
+/// A step's gradients and loss summed over its micro-batches (each already divided by
+/// their count), with zeros to clear them for the next step.
+struct Accumulated {
+    grads: [DeviceBuffer<f32>; 4],
+    loss: DeviceBuffer<f32>,
+    zeros: DeviceBuffer<f32>,
 }
 
 impl DeviceRun {
@@ -111,6 +121,7 @@ impl DeviceRun {
             dz1: zeros(b * h)?,
             losses: zeros(b)?,
             loss: zeros(1)?,
+            accumulated: None,
             stream: s,
             blas,
             k,
@@ -125,6 +136,69 @@ impl DeviceRun {
 
     /// Queues one training step on batch `step` (nothing waits for the GPU).
     pub(crate) fn step(&mut self, step: usize) -> Result<(), ExperimentError> {
+        self.forward_backward(step)?;
+        self.update()
+    }
+
+    /// Queues micro-batch `step`, the `nth` (from 0) of an optimiser step of `of`
+    /// micro-batches (gradient accumulation): its gradients and loss, divided by `of`,
+    /// are added to the step's sums, and the last one updates the weights from the sums,
+    /// leaves their mean loss where [`Self::read_loss`] reads it, and clears them. The
+    /// same arithmetic as one step on the whole batch, since each micro-batch's
+    /// gradients are means over its own rows. `of` ≤ 1 is a plain [`Self::step`].
+    pub(crate) fn micro_step(
+        &mut self,
+        step: usize,
+        nth: usize,
+        of: usize,
+    ) -> Result<(), ExperimentError> {
+        if of <= 1 {
+            return self.step(step);
+        }
+        self.forward_backward(step)?;
+        let (s, k) = (self.stream.clone(), Arc::clone(&self.k));
+        if self.accumulated.is_none() {
+            let largest = self.grads.iter().map(DeviceBuffer::len).max().unwrap_or(1);
+            self.accumulated = Some(Accumulated {
+                grads: [
+                    s.zeros(self.grads[0].len())?,
+                    s.zeros(self.grads[1].len())?,
+                    s.zeros(self.grads[2].len())?,
+                    s.zeros(self.grads[3].len())?,
+                ],
+                loss: s.zeros(1)?,
+                zeros: s.zeros(largest)?,
+            });
+        }
+        let Some(sums) = self.accumulated.as_mut() else {
+            return Ok(());
+        };
+        // sum -= (−1/of) · this micro-batch's value: the SGD kernel as an accumulator.
+        let share = -1.0 / of as f32;
+        for (sum, grad) in sums.grads.iter_mut().zip(&self.grads) {
+            k.sgd(&s, sum, grad, share)?;
+        }
+        k.sgd(&s, &mut sums.loss, &self.loss, share)?;
+        if nth + 1 < of {
+            return Ok(());
+        }
+        // The last micro-batch: update from the sums, then clear them.
+        std::mem::swap(&mut self.grads, &mut sums.grads);
+        s.copy_on_device(&sums.loss, &mut self.loss)?;
+        let updated = self.update();
+        let Some(sums) = self.accumulated.as_mut() else {
+            return updated;
+        };
+        std::mem::swap(&mut self.grads, &mut sums.grads);
+        for sum in sums.grads.iter_mut().chain(std::iter::once(&mut sums.loss)) {
+            s.copy_on_device(&sums.zeros, sum)?;
+        }
+        updated
+    }
+
+    /// Queues the forward and backward pass of batch `step`: the loss and every
+    /// gradient, without touching the weights.
+    fn forward_backward(&mut self, step: usize) -> Result<(), ExperimentError> {
         let (b, h) = (self.batch, self.hidden);
         let (s, k, blas) = (
             self.stream.clone(),
@@ -211,7 +285,7 @@ impl DeviceRun {
             Compute::F32,
         )?;
         k.column_sums(&s, &self.dz1, &mut self.grads[1], b, h)?;
-        self.update()
+        Ok(())
     }
 
     fn update(&mut self) -> Result<(), ExperimentError> {

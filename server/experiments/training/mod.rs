@@ -6,14 +6,16 @@
 //! reading the loss every step against every `log_every` steps.
 //!
 //! [`model`] is the CPU implementation and the reference, built from [`ops`] (one
-//! function per kernel); [`gpu`] runs the same steps with cuBLAS and our kernels, and
-//! the selftest compares the two loss curves. [`logging`] is how both time the cost
+//! function per kernel) and computed in [`step`]'s reused buffers, fused row by row;
+//! [`gpu`] runs the same steps with cuBLAS and our kernels, and the selftest compares
+//! the two loss curves. [`logging`] is how both time the cost
 //! of reading the loss; [`timeline`] turns a run's steps into a Chrome trace.
 
 pub mod gpu;
 pub mod logging;
 pub mod model;
 pub mod ops;
+pub mod step;
 mod timeline;
 
 use std::fmt::Write as _;

@@ -1,11 +1,12 @@
 //! The training run's model and its CPU implementation: the synthetic tickets, the
-//! MLP and its initialisation, the forward and backward pass, SGD and Adam. This is the
-//! reference the GPU path must agree with: the same data, the same initialisation, the
-//! same update rules, step for step.
+//! MLP and its initialisation, the forward and backward pass (computed by
+//! [`super::step`]), SGD and Adam. This is the reference the GPU path must agree
+//! with: the same data, the same initialisation, the same update rules, step for step.
 
 use std::time::Instant;
 
-use super::ops::{self, round_bf16};
+use super::ops;
+use super::step::Workspace;
 use super::{LossPoint, Optim, TrainParams, TrainPrecision, TrainResult};
 use crate::cpu::{Mat, gemm};
 use crate::measure::{Deadline, summarize};
@@ -50,13 +51,20 @@ impl Tickets {
 
     /// Batch `step`: `batch` consecutive tickets, wrapping around.
     pub fn batch(&self, step: usize, batch: usize) -> (Vec<f32>, Vec<usize>) {
+        let (mut x, mut y) = (Vec::new(), Vec::new());
+        self.batch_into(step, batch, &mut x, &mut y);
+        (x, y)
+    }
+
+    /// [`Tickets::batch`] into buffers kept from step to step.
+    pub fn batch_into(&self, step: usize, batch: usize, x: &mut Vec<f32>, y: &mut Vec<usize>) {
         let start = (step * batch) % DATASET;
-        let idx: Vec<usize> = (0..batch).map(|i| (start + i) % DATASET).collect();
-        let x = idx
-            .iter()
-            .flat_map(|&i| self.x[i * FEATURES..(i + 1) * FEATURES].iter().copied())
-            .collect();
-        (x, idx.iter().map(|&i| self.y[i]).collect())
+        x.clear();
+        y.clear();
+        for i in (0..batch).map(|i| (start + i) % DATASET) {
+            x.extend_from_slice(&self.x[i * FEATURES..(i + 1) * FEATURES]);
+            y.push(self.y[i]);
+        }
     }
 }
 
@@ -98,49 +106,12 @@ impl Mlp {
     }
 }
 
-/// Loss and gradients (same order as [`Mlp::tensors_mut`]) for one batch.
+/// Loss and gradients (same order as [`Mlp::tensors_mut`]) for one batch, in fresh
+/// buffers; a run reuses one [`Workspace`] instead.
 pub fn loss_and_grads(model: &Mlp, x: &[f32], y: &[usize], bf16_ops: bool) -> (f32, [Vec<f32>; 4]) {
-    let (b, h) = (y.len(), model.hidden);
-    let cast = |v: &[f32]| if bf16_ops { round_bf16(v) } else { v.to_vec() };
-    let (x, w1, w2) = (cast(x), cast(&model.w1), cast(&model.w2));
-    let mut z1 = vec![0.0; b * h];
-    gemm(
-        Mat::new(&x, b, FEATURES),
-        Mat::new(&w1, FEATURES, h),
-        0.0,
-        &mut z1,
-    );
-    ops::add_bias(&mut z1, &model.b1);
-    let a1 = cast(&ops::relu(&z1));
-    let mut z2 = vec![0.0; b * CLASSES];
-    gemm(Mat::new(&a1, b, h), Mat::new(&w2, h, CLASSES), 0.0, &mut z2);
-    // Softmax cross-entropy in FP32 (losses stay in FP32 under mixed precision).
-    let (losses, dz2) = ops::softmax_xent(&z2, &model.b2, y);
-    let mut dw2 = vec![0.0; h * CLASSES];
-    gemm(
-        Mat::new(&a1, b, h).t(),
-        Mat::new(&dz2, b, CLASSES),
-        0.0,
-        &mut dw2,
-    );
-    let db2 = ops::column_sums(&dz2, CLASSES);
-    let mut da1 = vec![0.0; b * h];
-    gemm(
-        Mat::new(&dz2, b, CLASSES),
-        Mat::new(&w2, h, CLASSES).t(),
-        0.0,
-        &mut da1,
-    );
-    let dz1 = ops::relu_backward(&z1, &da1);
-    let mut dw1 = vec![0.0; FEATURES * h];
-    gemm(
-        Mat::new(&x, b, FEATURES).t(),
-        Mat::new(&dz1, b, h),
-        0.0,
-        &mut dw1,
-    );
-    let db1 = ops::column_sums(&dz1, h);
-    (ops::mean_loss(&losses), [dw1, db1, dw2, db2])
+    let mut work = Workspace::default();
+    let loss = work.loss_and_grads(model, x, y, bf16_ops);
+    (loss, work.into_grads())
 }
 
 /// SGD or Adam state.
@@ -175,12 +146,34 @@ impl Optimizer {
     /// One update of `model` with `grads`.
     pub fn step(&mut self, model: &mut Mlp, grads: &[Vec<f32>; 4]) {
         self.t += 1;
-        let step = ops::adam_step(self.lr, self.t);
-        for (k, param) in model.tensors_mut().into_iter().enumerate() {
-            if self.adam {
-                ops::adam_update(param, &grads[k], &mut self.m[k], &mut self.v[k], step);
+        // Element-wise, so vector instructions give the same bits as scalar ones.
+        pulp::Arch::new().dispatch(Update {
+            opt: self,
+            model,
+            grads,
+        });
+    }
+}
+
+/// [`Optimizer::step`]'s loops, compiled for the CPU's vector instructions.
+struct Update<'a> {
+    opt: &'a mut Optimizer,
+    model: &'a mut Mlp,
+    grads: &'a [Vec<f32>; 4],
+}
+
+impl pulp::WithSimd for Update<'_> {
+    type Output = ();
+
+    #[inline(always)]
+    fn with_simd<S: pulp::Simd>(self, _simd: S) {
+        let Optimizer { adam, lr, t, m, v } = self.opt;
+        let step = ops::adam_step(*lr, *t);
+        for (k, param) in self.model.tensors_mut().into_iter().enumerate() {
+            if *adam {
+                ops::adam_update(param, &self.grads[k], &mut m[k], &mut v[k], step);
             } else {
-                ops::sgd_update(param, &grads[k], self.lr);
+                ops::sgd_update(param, &self.grads[k], *lr);
             }
         }
     }
@@ -198,13 +191,14 @@ pub fn run_cpu(
     let mut curve = Vec::new();
     let mut step_times = Vec::with_capacity(params.steps);
     let mut timeline = super::timeline::StepTrace::new(false);
+    let (mut work, mut x, mut y) = (Workspace::default(), Vec::new(), Vec::new());
     for step in 0..params.steps {
         deadline.check()?;
         let start = Instant::now();
         let begun_ms = timeline.now_ms();
-        let (x, y) = data.batch(step, params.batch);
-        let (loss, grads) = loss_and_grads(&model, &x, &y, bf16_ops);
-        opt.step(&mut model, &grads);
+        data.batch_into(step, params.batch, &mut x, &mut y);
+        let loss = work.loss_and_grads(&model, &x, &y, bf16_ops);
+        opt.step(&mut model, work.grads());
         let ms = start.elapsed().as_secs_f64() * 1e3;
         step_times.push(ms);
         timeline.host(
@@ -225,15 +219,16 @@ pub fn run_cpu(
     // On the CPU the loss is already a host number, so reading it costs nothing extra:
     // measure both logging styles anyway, as on the GPU, and report what was measured.
     let probe = params.steps.min(LOGGING_PROBE_STEPS);
-    let timed = |read_every: usize| {
+    // The probes reuse the run's buffers, as its steps do.
+    let mut timed = |read_every: usize| {
         let mut m = Mlp::init(params.hidden);
         let mut o = Optimizer::new(params, &m);
         let start = Instant::now();
         let mut seen = 0.0f32;
         for step in 0..probe {
-            let (x, y) = data.batch(step, params.batch);
-            let (loss, grads) = loss_and_grads(&m, &x, &y, bf16_ops);
-            o.step(&mut m, &grads);
+            data.batch_into(step, params.batch, &mut x, &mut y);
+            let loss = work.loss_and_grads(&m, &x, &y, bf16_ops);
+            o.step(&mut m, work.grads());
             if (step + 1) % read_every == 0 {
                 seen += std::hint::black_box(loss);
             }

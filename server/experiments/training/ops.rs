@@ -53,22 +53,36 @@ pub fn round_bf16(v: &[f32]) -> Vec<f32> {
 /// gradient of the batch-mean loss, `(softmax(z) − onehot(label)) / rows`.
 pub fn softmax_xent(logits: &[f32], bias: &[f32], labels: &[usize]) -> (Vec<f32>, Vec<f32>) {
     let (rows, classes) = (labels.len(), bias.len());
-    let mut losses = Vec::with_capacity(rows);
     let mut grad = vec![0.0f32; rows * classes];
-    for (r, &label) in labels.iter().enumerate() {
-        let z: Vec<f32> = (0..classes)
-            .map(|c| logits[r * classes + c] + bias[c])
-            .collect();
-        let max = z.iter().copied().fold(f32::NEG_INFINITY, f32::max);
-        let exps: Vec<f32> = z.iter().map(|z| (z - max).exp()).collect();
-        let sum: f32 = exps.iter().sum();
-        losses.push(sum.ln() + max - z[label]);
-        for c in 0..classes {
-            let p = exps[c] / sum;
-            grad[r * classes + c] = (p - if c == label { 1.0 } else { 0.0 }) / rows as f32;
-        }
-    }
+    let losses = labels
+        .iter()
+        .zip(logits.chunks(classes).zip(grad.chunks_mut(classes)))
+        .map(|(&label, (z, g))| softmax_xent_row(z, bias, label, rows, g))
+        .collect();
     (losses, grad)
+}
+
+/// One row of [`softmax_xent`]: the loss of logits `z` plus `bias` with label `label`,
+/// and that row's gradient written to `grad` (the exponentials are kept there on the
+/// way, so no row allocates).
+pub fn softmax_xent_row(
+    z: &[f32],
+    bias: &[f32],
+    label: usize,
+    rows: usize,
+    grad: &mut [f32],
+) -> f32 {
+    let logit = |c: usize| z[c] + bias[c];
+    let max = (0..bias.len()).map(logit).fold(f32::NEG_INFINITY, f32::max);
+    for (c, e) in grad.iter_mut().enumerate() {
+        *e = (logit(c) - max).exp();
+    }
+    let sum: f32 = grad.iter().sum();
+    for (c, g) in grad.iter_mut().enumerate() {
+        let p = *g / sum;
+        *g = (p - if c == label { 1.0 } else { 0.0 }) / rows as f32;
+    }
+    sum.ln() + max - logit(label)
 }
 
 /// The batch-mean loss: the per-row losses summed in `f64` and divided by their count.
@@ -103,16 +117,20 @@ pub fn adam_step(lr: f32, t: i32) -> AdamStep {
 
 /// One Adam update of `p` with gradient `g`, moments `m` and `v` updated in place
 /// (`adam_f32`).
+#[inline(always)]
 pub fn adam_update(p: &mut [f32], g: &[f32], m: &mut [f32], v: &mut [f32], s: AdamStep) {
-    for (i, p) in p.iter_mut().enumerate() {
+    let n = p.len();
+    let (g, m, v) = (&g[..n], &mut m[..n], &mut v[..n]);
+    for i in 0..n {
         let g = g[i];
         m[i] = s.beta1 * m[i] + (1.0 - s.beta1) * g;
         v[i] = s.beta2 * v[i] + (1.0 - s.beta2) * g * g;
-        *p -= s.lr * (m[i] / s.c1) / ((v[i] / s.c2).sqrt() + s.eps);
+        p[i] -= s.lr * (m[i] / s.c1) / ((v[i] / s.c2).sqrt() + s.eps);
     }
 }
 
 /// One SGD update, `p −= lr · g` (`sgd_f32`).
+#[inline(always)]
 pub fn sgd_update(p: &mut [f32], g: &[f32], lr: f32) {
     p.iter_mut().zip(g).for_each(|(p, g)| *p -= lr * g);
 }

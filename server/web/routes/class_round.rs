@@ -28,7 +28,7 @@ pub struct RoundView {
     /// The experiment's API name.
     pub experiment: &'static str,
     /// Its caption.
-    pub title: &'static str,
+    pub title: String,
     /// The parameters it runs with.
     #[schema(value_type = Object)]
     pub params: Value,
@@ -162,7 +162,7 @@ pub async fn run(State(state): State<AppState>, caller: Caller) -> Result<Redire
 #[derive(Debug, Clone)]
 pub struct InstructorRound {
     /// The experiment's caption.
-    pub title: &'static str,
+    pub title: String,
     /// The question.
     pub question: String,
     /// `open`, `running`, `revealed`, `failed`.
@@ -180,7 +180,7 @@ pub struct InstructorRound {
 /// The round for the instructor page.
 pub fn instructor_view(r: &Round) -> InstructorRound {
     InstructorRound {
-        title: r.title,
+        title: r.title.clone(),
         question: r.question.question.clone(),
         status: r.status.name(),
         predictions: r.predictions.len(),

@@ -52,7 +52,7 @@ pub struct DeviceInfo {
     /// What the experiments run on (`kind` is `cuda` or `cpu`).
     pub device: DeviceCard,
     /// This device's ceilings, measured at start-up, with the datasheet peaks beside
-    /// them (absent until measured, and on a web node).
+    /// them (absent until measured; on a web node, those a live worker measured).
     pub ceilings: Option<crate::experiments::ceilings::Ceilings>,
     /// Experiments waiting now.
     pub queue_depth: usize,
@@ -82,14 +82,15 @@ pub async fn device(State(state): State<AppState>) -> Json<DeviceInfo> {
             })
     };
     let card = &state.engine.card;
-    let ceilings = state.engine.ceilings.get().cloned().map(|c| {
-        match reference_runs::published_memory_gbps(&state.course.references, &card.name) {
-            Some((gbps, device)) => {
-                c.with_memory_datasheet(gbps, format!("NVIDIA datasheet, {device}"))
+    let ceilings =
+        state.engine.ceilings().await.map(|c| {
+            match reference_runs::published_memory_gbps(&state.course.references, &card.name) {
+                Some((gbps, device)) => {
+                    c.with_memory_datasheet(gbps, format!("NVIDIA datasheet, {device}"))
+                }
+                None => c,
             }
-            None => c,
-        }
-    });
+        });
     Json(DeviceInfo {
         device: (**card).clone(),
         ceilings,

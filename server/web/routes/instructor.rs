@@ -134,12 +134,7 @@ pub async fn gradebook(
                 .as_ref()
                 .map(super::class_round::instructor_view)
         },
-        // Only experiments that ask the class a number can open a round.
-        round_choices: crate::experiments::REGISTRY
-            .iter()
-            .filter(|e| !e.quantities().is_empty())
-            .map(|e| (e.name(), e.title()))
-            .collect(),
+        round_choices: crate::web::class_round::choices(),
         predictions: {
             let rows = state.db.run(crate::db::predictions::all).await?;
             crate::web::calibration::class_views(&rows, &state.course.predictions)

@@ -2,7 +2,8 @@
 // run a short sweep, expect the four headline numbers, one table row per chain length and
 // way, the CPU stand-in labelled as such on a server without a GPU, and the trace: its
 // lanes drawn as an SVG image with a text summary, its spans in a table, and a
-// "Download trace" link that saves a JSON file whose events name both tracks.
+// "Download trace" link that saves a JSON file whose events name both tracks; the eager
+// chain against this device's memory ceiling on a GPU, and why none applies on the CPU.
 import { readFile } from 'node:fs/promises';
 
 export const timeout = 120_000;
@@ -23,6 +24,12 @@ export default async function check({ page, figure, assert }) {
   if (device.device && device.device.kind === 'cpu') {
     assert.match(await figure.locator('.exp-finding').allInnerTexts().then((t) => t.join(' ')), /worker thread plays the GPU stream/);
   }
+  const placed = figure.locator('.exp-ceilings .exp-finding');
+  await placed.first().waitFor({ timeout: 10_000 });
+  const ceilings = (await placed.allInnerTexts()).join(' ');
+  assert.match(ceilings, device.device && device.device.kind === 'cpu'
+    ? /^No ceiling applies on the CPU stand-in: each step's [\d.]+ KiB stays in the processor's cache/
+    : /^The 100-step eager chain ran at [\d.]+% of this device's ceiling for Device memory/, ceilings);
   const label = await figure.locator('svg.exp-trace-lanes > title').textContent();
   assert.match(label, /2 lanes/, label);
   assert.ok(await figure.locator('svg.exp-trace-lanes rect').count() > 10, 'bars drawn');

@@ -2,7 +2,8 @@
 // (web/static/js/experiments/streams-overlap.js): run a small pipeline, expect one bar and
 // one table row per run (1 and 2 streams or threads, plus pageable memory on a GPU), a
 // speed-up of exactly 1× for the one-stream run, a timeline with three steps per chunk,
-// and findings that agree with the numbers shown.
+// and findings that agree with the numbers shown; one chunk's copy (and on a GPU the
+// whole pipeline) placed against this device's copy ceiling.
 // Then the run's trace (tests/e2e/lib/trace-view.mjs): lanes, table, the downloaded file's tracks.
 import { checkTraceView, onGpu } from '../lib/trace-view.mjs';
 
@@ -44,6 +45,11 @@ export default async function check({ page, figure, assert }) {
   } else {
     assert.match(text, /as fast as with one|did not clearly help/, text);
   }
+  const placed = figure.locator('.exp-ceilings .exp-finding');
+  await placed.first().waitFor({ timeout: 10_000 });
+  const ceilings = (await placed.allInnerTexts()).join(' ');
+  assert.match(ceilings, /^One 1 MiB chunk's copy in, measured alone, ran at [\d.]+% of this device's ceiling for (memcpy, host to host|Host→device copy, pinned)/, ceilings);
+  assert.match(ceilings, /The whole pipeline on 2 streams moved its input ran at|not placed on the CPU stand-in/, ceilings);
   // The trace: one track per stream (or worker thread) of the two-stream run drawn above.
   const gpu = await onGpu(page);
   const file = await checkTraceView({ page, figure, assert }, 'streams', [/^(GPU stream|worker thread) 0/, /^(GPU stream|worker thread) 1/]);

@@ -1,6 +1,7 @@
 // e2e check for the "timing-trap" live experiment (web/static/js/experiments/timing-trap.js):
 // run it, expect the three clocks with the unsynchronised one smallest, the achieved time
-// per piece of work, the two-lane timeline chart (canvas), and one table row per launch.
+// per piece of work, the two-lane timeline chart (canvas), and one table row per launch,
+// and the note on why no ceiling of this device applies to clocks.
 export default async function check({ figure, assert }) {
   await figure.getByRole('button', { name: 'Run the timing test' }).click();
   await figure.locator('.exp-chart canvas').first().waitFor({ timeout: 60_000 });
@@ -26,6 +27,10 @@ export default async function check({ figure, assert }) {
   }
   assert.ok(ms(values[4]) > 0, `achieved time per piece of work: ${values[4]}`);
   assert.ok(await figure.locator('.exp-table tbody tr').count() >= 1, 'spans in the table');
+  const placed = figure.locator('.exp-ceilings .exp-finding');
+  await placed.first().waitFor({ timeout: 10_000 });
+  const ceilings = (await placed.allInnerTexts()).join(' ');
+  assert.match(ceilings, /^No ceiling applies here: the timing trap asks when each clock stops/, ceilings);
   // No published figure measures this, and no GPU run is recorded: the aside says so.
   const aside = figure.locator('aside.exp-reference[data-reference-for="timing"]');
   if (await aside.count()) {

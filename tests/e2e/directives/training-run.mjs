@@ -1,7 +1,8 @@
 // e2e check for the "training-run" live experiment (web/static/js/experiments/training-run.js):
 // train a tiny model for a few steps, expect the loss curve (canvas), a positive step
 // time and throughput, and a second run to appear beside the first for comparison.
-// Then the run's trace (tests/e2e/lib/trace-view.mjs): lanes, table, the downloaded file's tracks.
+// Then the latest run's GEMM throughput against this device's ceiling, and the run's trace
+// (tests/e2e/lib/trace-view.mjs): lanes, table, the downloaded file's tracks.
 import { parseMs, assertConsistent } from '../lib/verdicts.mjs';
 import { checkTraceView, onGpu } from '../lib/trace-view.mjs';
 
@@ -30,6 +31,10 @@ export default async function check({ page, figure, assert }) {
   assert.ok(m, `the logging verdict quotes its numbers: ${caption}`);
   const cpu = (await figure.locator('details.exp-provenance').last().textContent()).includes('(CPU backend)');
   assertConsistent(assert, caption, parseMs(m[1]), parseMs(m[2]), parseMs(m[4]) - parseMs(m[3]), cpu);
+  const placed = figure.locator('.exp-ceilings .exp-finding');
+  await placed.first().waitFor({ timeout: 10_000 });
+  const ceilings = (await placed.allInnerTexts()).join(' ');
+  assert.match(ceilings, /^Counting only its GEMMs \([\d.,]+ MFLOP a step\), the training step ran at [\d.]+% of this device's ceiling for (SGEMM \(FP32\)|GEMM, BF16)/, ceilings);
   // The run's trace: lanes, table and the downloadable file, its tracks named.
   const gpu = await onGpu(page);
   await checkTraceView({ page, figure, assert }, 'training', gpu ? [/^CPU: launch calls/, /^GPU stream/] : [/^CPU: training steps/]);

@@ -4,7 +4,10 @@
 // or inconclusive on a noisy box, never "not yet"), the headline agrees with the
 // criteria (any "not yet" fails, else any "inconclusive" …), the three settings appear
 // in one table and each knob links to the lesson that teaches it. In lesson 5 the
-// slow loop's own settings are run too, and the lab says "not yet" for them.
+// slow loop's own settings are run too, and the lab says "not yet" for them. Then the
+// job's trace (tests/e2e/lib/trace-view.mjs): a lane per setting, the downloaded file's
+// runs with their steps inside them.
+import { checkTraceView } from '../lib/trace-view.mjs';
 
 export const timeout = 150_000;
 
@@ -90,4 +93,12 @@ export default async function check({ page, figure, params, assert }) {
   const links = await figure.locator('.exp-lab-knobs a').evaluateAll((as) => as.map((a) => a.getAttribute('href')));
   assert.ok(links.length >= 1 && links.every((h) => h.startsWith('/lessons/')), `knob links ${links}`);
   assert.equal(await figure.getByRole('link', { name: /Labs page/ }).getAttribute('href'), '/labs');
+  const file = await checkTraceView({ page, figure, assert }, 'lab', [/^baseline$/, /^your settings$/, /^reference$/]);
+  // A sample per setting and round (a short run repeated back to back makes one), each
+  // holding its first run.
+  const samples = file.traceEvents.filter((e) => e.ph === 'X' && e.cat === 'sample').map((e) => e.name);
+  assert.equal(samples.filter((n) => n === 'warm-up').length, 3, `a warm-up per setting: ${samples}`);
+  assert.ok(samples.filter((n) => /^round \d+$/.test(n)).length >= 3, `the graded rounds: ${samples}`);
+  const firstRuns = file.traceEvents.filter((e) => e.ph === 'X' && e.cat === 'run' && e.name === 'run 1').length;
+  assert.equal(firstRuns, samples.length, 'every sample shows its first run');
 }

@@ -13,6 +13,7 @@ import {
 import { categoryBars } from './panel-bars.js';
 import { formatBytes, formatInt, formatMs, formatSig, formatSpread } from '../logic/panel-format.js';
 import { breakItLoggingVerdict } from '../logic/measured-verdicts.js';
+import { ceilingView } from './panel-ceiling.js';
 
 const CASES = {
   'batch-on-host': {
@@ -47,6 +48,7 @@ function renderPlacement(results, result) {
     el('pre', { class: 'exp-error-text' }, result.pytorch_error),
     el('p', { class: 'exp-chart-title' }, 'The fix:'),
     el('pre', { class: 'exp-error-text exp-fix' }, el('code', {}, result.fix)),
+    ceilingView('break-it', result),
     provenanceDetails(result.provenance),
   );
 }
@@ -69,6 +71,7 @@ function renderLogging(results, result) {
       columns: [{ label: 'Loss read' }, { label: 'Reads', numeric: true }, { label: 'Step time, median (min–max)', numeric: true }, { label: 'Samples/s', numeric: true }],
       rows: runs.map((r) => [label(r), formatInt(r.loss_reads), formatSpread(r.step_ms, formatMs), formatSig(r.samples_per_sec)]),
     }),
+    ceilingView('break-it', result),
     provenanceDetails(result.provenance),
   );
 }

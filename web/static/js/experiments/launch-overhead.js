@@ -2,14 +2,16 @@
 // {max_kernels, elements} and show what launching costs: for chains of 1 to 1,000 tiny
 // steps, the host time per launch call, the device time per step and the wall time of
 // the chain, launched one by one (eager), replayed as a CUDA graph, and fused into one
-// kernel, with the speed-ups over eager; then the run's trace (panel-trace.js). On the
-// CPU backend a worker thread stands in for the stream, and the panel says so.
+// kernel, with the speed-ups over eager; the eager chain against this device's memory
+// ceiling (panel-ceiling.js); then the run's trace (panel-trace.js). On the CPU backend a
+// worker thread stands in for the stream, and the panel says so.
 
 import {
   showResults, loadDevice, standardPanel, runJob, dataTable, statList, finding, provenanceDetails,
   experimentSpec, boundsOf, startValue,
 } from './panel.js';
 import { traceView } from './panel-trace.js';
+import { ceilingView } from './panel-ceiling.js';
 import { formatSig, formatTimes } from '../logic/panel-format.js';
 
 const us = (v) => `${formatSig(v)} µs`;
@@ -56,6 +58,7 @@ function render(results, result) {
       ],
       rows,
     }),
+    ceilingView('launch', result),
     traceView(result.trace, 'launch'),
     provenanceDetails(result.provenance),
   );

@@ -3,8 +3,9 @@
 // one stream and on several, from pinned and from pageable memory: bars per run, the
 // fastest multi-stream run as a timeline (one lane per stream), and findings computed
 // from these numbers. On the CPU backend the lanes are worker threads.
-// Below the figures, the run's timeline from the same clock readings: lanes, a table and
-// "Download trace" (panel-trace.js).
+// Below the figures, one chunk's copy and the whole pipeline against this device's copy
+// ceiling (panel-ceiling.js), and the run's timeline from the same clock readings: lanes,
+// a table and "Download trace" (panel-trace.js).
 
 import {
   el, showResults, loadDevice, standardPanel, runJob, dataTable, statList, finding, provenanceDetails, legend,
@@ -13,6 +14,7 @@ import {
 import { categoryBars } from './panel-bars.js';
 import { formatBytes, formatMs, formatSpread, formatTimes } from '../logic/panel-format.js';
 import { traceView } from './panel-trace.js';
+import { ceilingView } from './panel-ceiling.js';
 
 const STEP_TONES = { 'copy in': 'warn', compute: 'accent', 'copy out': 'note' };
 
@@ -111,6 +113,7 @@ function render(results, result, device) {
       columns: [{ label: 'Run' }, { label: 'Total time', numeric: true }, { label: 'Speed-up', numeric: true }],
       rows: result.runs.map((run) => [runLabel(run, word), formatSpread(run.total_ms, formatMs), formatTimes(run.speedup)]),
     }),
+    ceilingView('streams', result),
     traceView(result.trace, 'streams'),
     provenanceDetails(result.provenance),
   );

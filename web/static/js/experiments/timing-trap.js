@@ -3,7 +3,8 @@
 // after synchronising, the device's own timestamps — and a two-lane timeline (CPU
 // launches above, device work below) drawn from the result's cpu_lane / device_lane,
 // with the moments each host timer stopped marked, so the work the first timer missed
-// is visible. On the CPU backend a worker thread plays the GPU's stream.
+// is visible. On the CPU backend a worker thread plays the GPU's stream. Below, a note on
+// why none of this device's ceilings applies to clocks (panel-ceiling.js) and the trace.
 
 import {
   el, showResults, loadDevice, standardPanel, runJob, dataTable, statList, finding, provenanceDetails, legend,
@@ -11,6 +12,7 @@ import {
 } from './panel.js';
 import { mountChart, axis, xAxis } from './panel-chart.js';
 import { traceView } from './panel-trace.js';
+import { ceilingView } from './panel-ceiling.js';
 import { timelineEnd, hiddenWork } from '../logic/panel-series.js';
 import { formatMs, formatSig } from '../logic/panel-format.js';
 import { timingTrapVerdict } from '../logic/measured-verdicts.js';
@@ -99,6 +101,7 @@ function render(results, result, device, state) {
       columns: [{ label: '#' }, { label: 'CPU launch call (ms)', numeric: true }, { label: cpuBackend ? 'Stream thread work (ms)' : 'GPU kernel (ms)', numeric: true }],
       rows: spans,
     }),
+    ceilingView('timing', result),
     traceView(result.trace, 'timing'),
     provenanceDetails(result.provenance),
   );

@@ -3,7 +3,8 @@
 // loss of even guessing, as a reference line), step time, samples per second, accuracy
 // and the measured cost of reading the loss every step against every N steps. Runs are
 // kept on the page (the last four) so a student can change one setting and compare.
-// Below the figures, the run's timeline from the same clock readings: lanes, a table and
+// Below the figures, the latest run's GEMM throughput against this device's GEMM ceiling
+// (panel-ceiling.js), and its timeline from the same clock readings: lanes, a table and
 // "Download trace" (panel-trace.js).
 
 import {
@@ -16,6 +17,7 @@ import { trainingLoggingVerdict } from '../logic/measured-verdicts.js';
 import { clampInt } from '../logic/numbers.js';
 import { formatInt, formatMs, formatPercent, formatSig, formatSpread } from '../logic/panel-format.js';
 import { traceView } from './panel-trace.js';
+import { ceilingView } from './panel-ceiling.js';
 
 const KEEP_RUNS = 4;
 const RUN_STYLES = [
@@ -85,6 +87,7 @@ function render(results, runs, device, state) {
       rows: runRows,
     }),
     el('details', { class: 'exp-provenance' }, el('summary', {}, 'Loss at each logged step'), curveTable),
+    ceilingView('training', latest),
     traceView(latest.trace, 'training'),
     provenanceDetails(latest.provenance),
   );

@@ -4,13 +4,16 @@
 // the lab's reference interleaved on the server, and shows the grade: each criterion
 // with its verdict (passed, not yet, inconclusive: run again, not graded here), the
 // baseline's profile (where a step's time went), the knobs that do nothing on this
-// backend, and the three settings' medians and spreads.
+// backend, and the three settings' medians and spreads. Below, the job's trace: a lane
+// per setting, each run with its steps, and "Download trace" (panel-trace.js).
 
 import {
   el, showResults, loadDevice, standardPanel, runJob, dataTable, statList, finding, provenanceDetails,
   experimentSpec,
 } from './panel.js';
 import { formatInt, formatSig } from '../logic/panel-format.js';
+import { traceView } from './panel-trace.js';
+import { ceilingView } from './panel-ceiling.js';
 
 const LABELS = {
   batch: 'Batch size',
@@ -70,6 +73,8 @@ function render(results, r) {
     el('ul', { class: 'exp-lab-explanation' }, ...(r.explanation || []).map((t) => el('li', {}, t))),
     el('p', { class: 'exp-lab-knobs' }, 'Where each knob is taught: ', ...(r.knobs || []).flatMap((k, i) => [i ? ', ' : '', el('a', { href: k.lesson }, LABELS[k.knob] || k.knob)]), '.'),
     el('p', {}, 'Your best result in each lab, readable without JavaScript: ', el('a', { href: '/labs' }, 'the Labs page'), '.'),
+    ceilingView('lab', r),
+    traceView(r.trace, 'lab'),
     provenanceDetails(r.provenance),
   );
 }
