@@ -3,7 +3,8 @@
 //! kernels pick AVX-512 or AVX2 at run time, [`kernel`] says which), so this module
 //! needs no `unsafe`; the rest is a busy loop (calibrated by `measure::calibrate`) and
 //! repeatable pseudo-random data. [`parallel`] decides, from a measurement on this
-//! machine, when a product uses every core and splits it.
+//! machine, when a product uses every core and splits it; `handoff` runs the blocks
+//! on helper threads.
 //!
 //! Why faer: on the project's 2-core VM its single-threaded kernels ran at 0.97–1.09×
 //! OpenBLAS's single-threaded speed (n = 128–1024); the `gemm` crate (without its
@@ -13,6 +14,7 @@
 //! Matrices are row-major slices. [`Mat`] is a view of one, optionally read transposed,
 //! which is how the training run's backward pass uses its weights and activations.
 
+mod handoff;
 pub mod parallel;
 
 use faer::{Accum, MatMut, MatRef};

@@ -1,7 +1,8 @@
 //! How a CPU product uses the cores. Below a size measured on this machine, at first
-//! use, a product runs on the calling thread; from that size on, C's columns are cut
-//! into one block per core and each block is a single-threaded faer product on rayon's
-//! pool (the calling thread takes one).
+//! use, a product runs on the calling thread; from that size on, C's rows (its columns,
+//! when C is wider than tall) are cut into one block per core and each block is a
+//! single-threaded faer product: the calling thread takes the first, `handoff`'s
+//! helper threads the others.
 //!
 //! Why our own split rather than faer's `Par::rayon`: on the project's 2-core VM
 //! (tests/gpu/README.md) faer's single-threaded kernels ran at 0.97–1.09× the speed of
@@ -11,8 +12,9 @@
 //! 1.47 ms on one thread, and 0.115 ms at n = 256 against 0.19 ms (best of 101 products
 //! each, the VM busy with other builds; numpy took 0.13–0.14 ms at n = 256).
 //!
-//! Why measured: handing work to a pool thread cost 3 µs at best and 6–20 µs typically
-//! on the busy VM (`rayon::join` of two empty closures), and whether a second core is
+//! Why measured: handing work to a sleeping pool thread cost 3 µs at best and 6–20 µs
+//! typically on the busy VM (`rayon::join` of two empty closures; `handoff` keeps
+//! helpers awake between products for this reason), and whether a second core is
 //! free depends on the machine and its neighbours; a fixed threshold that suits one VM
 //! is wrong on another (issue 31). [`threading`] times one thread against every core at
 //! a few sizes, the median of five products each (the typical product, not the lucky
@@ -28,7 +30,7 @@ use std::time::{Duration, Instant};
 use faer::linalg::matmul::matmul;
 use faer::{Accum, MatMut, MatRef, Par};
 
-use super::Scalar;
+use super::{Scalar, handoff};
 
 /// Sizes tried by the calibration, smallest first; the largest is also the threshold
 /// when no tried size ran faster on every core (the other core was busy throughout).
@@ -43,7 +45,7 @@ const TRIES: usize = 5;
 /// How long after an inconclusive measurement it is tried again, and how many times.
 const RETRY_AFTER: Duration = Duration::from_secs(60);
 const RETRIES: u32 = 3;
-/// Column blocks are multiples of this many columns (one 512-bit vector of f32).
+/// Row blocks are multiples of this many rows.
 const BLOCK_ALIGN: usize = 16;
 
 /// What the calibration found.
@@ -65,7 +67,7 @@ impl Threading {
             .map_or(f64::INFINITY, |n| 2.0 * (n as f64).powi(3))
     }
 
-    /// How many column blocks an m × k by k × n product is cut into.
+    /// How many blocks an m × k by k × n product is cut into.
     pub fn pieces(&self, m: usize, n: usize, k: usize) -> usize {
         let flop = 2.0 * m as f64 * n as f64 * k as f64;
         if flop >= self.from_flop() {
@@ -133,7 +135,11 @@ fn calibrate() -> Threading {
             times[times.len() / 2]
         };
         let one = median(1);
-        median(cores) < CLEARLY_FASTER * one
+        let all = median(cores);
+        if std::env::var_os("GPULAB_CAL_DEBUG").is_some() {
+            eprintln!("cal n={n} one={one:e} all={all:e}");
+        }
+        all < CLEARLY_FASTER * one
     });
     let threading = Threading {
         cores,
@@ -148,8 +154,10 @@ fn calibrate() -> Threading {
     threading
 }
 
-/// `out = a · b` (or `out += a · b`), cut into `pieces` column blocks computed in
-/// parallel, each on one thread (fewer when the blocks, 16-column multiples, run out).
+/// `out = a · b` (or `out += a · b`), cut into `pieces` blocks of rows (of columns when
+/// C is wider than tall) computed in parallel, each on one thread (fewer when the
+/// blocks, [`BLOCK_ALIGN`]-row multiples, run out). The calling thread computes the
+/// first block; `handoff` runs the rest.
 pub(super) fn product<T: Scalar>(
     out: MatMut<'_, T>,
     accum: Accum,
@@ -157,22 +165,47 @@ pub(super) fn product<T: Scalar>(
     b: MatRef<'_, T>,
     pieces: usize,
 ) {
-    let cols = out.ncols();
-    let width = cols.div_ceil(pieces.max(1)).next_multiple_of(BLOCK_ALIGN);
-    if pieces <= 1 || width >= cols {
-        matmul(out, accum, a, b, T::ONE, Par::Seq);
-        super::clean_upper_vector_state();
+    if out.nrows() < out.ncols() {
+        // Cᵀ = Bᵀ · Aᵀ: C's columns are the rows of Cᵀ.
+        return product(
+            out.transpose_mut(),
+            accum,
+            b.transpose(),
+            a.transpose(),
+            pieces,
+        );
+    }
+    let rows = out.nrows();
+    let height = rows.div_ceil(pieces.max(1)).next_multiple_of(BLOCK_ALIGN);
+    if pieces <= 1 || height >= rows {
+        one_thread(out, accum, a, b);
         return;
     }
-    // The first block on this thread, the rest handed to the pool. (`rayon::join` from
-    // outside the pool would hand both to pool threads and wait: one more wake-up per
-    // product, which at n = 128 cost more than the second core saved.)
-    let (first, rest) = out.split_at_col_mut(width);
-    let (b_first, b_rest) = b.split_at_col(width);
-    rayon::in_place_scope(|scope| {
-        scope.spawn(move |_| product(rest, accum, a, b_rest, pieces - 1));
-        product(first, accum, a, b_first, 1);
+    // Row blocks, not column blocks: each block of a row-major C is one contiguous run,
+    // so no cache line is written by two threads (column blocks shared one per row at
+    // every boundary); at n = 256 row blocks took 0.11–0.12 ms against 0.12–0.13.
+    let (first, mut rest) = out.split_at_row_mut(height);
+    let (a_first, mut a_rest) = a.split_at_row(height);
+    let team = handoff::Team::new(rest.nrows().div_ceil(height));
+    handoff::pool().in_place_scope(|scope| {
+        let team = &team;
+        while rest.nrows() > 0 {
+            let h = height.min(rest.nrows());
+            let (block, tail) = rest.split_at_row_mut(h);
+            let (a_block, a_tail) = a_rest.split_at_row(h);
+            (rest, a_rest) = (tail, a_tail);
+            scope.spawn(move |_| team.help(|| one_thread(block, accum, a_block, b)));
+        }
+        team.handed_off();
+        one_thread(first, accum, a_first, b);
+        team.wait_for_helpers();
     });
+}
+
+/// A single-threaded faer product, then the vector state cleaned for this thread.
+fn one_thread<T: Scalar>(out: MatMut<'_, T>, accum: Accum, a: MatRef<'_, T>, b: MatRef<'_, T>) {
+    matmul(out, accum, a, b, T::ONE, Par::Seq);
+    super::clean_upper_vector_state();
 }
 
 #[cfg(test)]
@@ -201,10 +234,19 @@ mod tests {
     }
 
     #[test]
-    fn column_blocks_cover_every_column_once() {
-        // Blocks are 16-column multiples, so some of these make fewer blocks than
-        // asked, or one narrower; every column must still be written, once, right.
-        for (m, k, n, pieces) in [(5, 7, 40, 3), (9, 3, 100, 2), (4, 4, 17, 4), (3, 2, 1, 2)] {
+    fn blocks_cover_every_row_and_column_once() {
+        // Blocks are 16-row multiples, so some of these make fewer blocks than asked,
+        // or one shorter; every row must still be written, once, right. The wide ones
+        // are cut into blocks of columns.
+        for (m, k, n, pieces) in [
+            (40, 7, 5, 3),
+            (100, 3, 9, 2),
+            (17, 4, 4, 4),
+            (1, 2, 3, 2),
+            (5, 7, 40, 3),
+            (9, 3, 100, 2),
+            (4, 4, 17, 4),
+        ] {
             let a = super::super::random_matrix(m * k, 1);
             let b = super::super::random_matrix(k * n, 2);
             let (mut one, mut many) = (vec![f32::NAN; m * n], vec![f32::NAN; m * n]);
@@ -224,7 +266,7 @@ mod tests {
                 .zip(&many)
                 .map(|(x, y)| (x - y).abs())
                 .fold(0.0f32, f32::max);
-            // NaN (a column never written) fails this comparison too.
+            // NaN (a row never written) fails this comparison too.
             assert!(worst <= 1e-5, "{m}×{k}×{n} in {pieces} blocks: {worst}");
         }
     }

@@ -333,7 +333,7 @@ impl Experiment for Matmul {
 
     fn method(_: &MatmulParams) -> String {
         format!(
-            "square FP32 products; CPU: SGEMM ({}; one thread below n = {}, C's columns split across every core from there, a threshold measured on this machine), host clock; GPU: cuBLAS gemm_ex (FP32) timed with CUDA events after ≥ {} ms of the same products to bring the GPU back to its working clock after the CPU's turn, with and without copying both inputs from pageable host memory first; {} warm-up, median of {} repetitions",
+            "square FP32 products; CPU: SGEMM ({}; one thread below n = {}, C's rows split across every core from there, a threshold measured on this machine), host clock; GPU: cuBLAS gemm_ex (FP32) timed with CUDA events after ≥ {} ms of the same products to bring the GPU back to its working clock after the CPU's turn, with and without copying both inputs from pageable host memory first; {} warm-up, median of {} repetitions",
             cpu::kernel(),
             cpu::threading()
                 .from_size
