@@ -1,4 +1,5 @@
-//! The real `gpulab` binary: help text, and a graceful exit on SIGTERM.
+//! The real `gpulab` binary: help text, a graceful exit on SIGTERM, and request lines in
+//! the log only when the log filter asks for them.
 
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
@@ -57,6 +58,52 @@ fn sigterm_shuts_the_server_down_cleanly() {
         );
         std::thread::sleep(Duration::from_millis(50));
     }
+}
+
+/// The server's log after one page view, run with `RUST_LOG=filter` until SIGTERM.
+#[cfg(unix)]
+fn log_of_one_page_view(filter: &str) -> String {
+    use std::io::Read;
+    let dir = tempfile::tempdir().unwrap();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_gpulab"))
+        .args(["serve", "--addr", &format!("127.0.0.1:{port}")])
+        .arg("--database")
+        .arg(dir.path().join("log.db"))
+        .env("RUST_LOG", filter)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stderr = BufReader::new(child.stderr.take().unwrap());
+    let mut log = String::new();
+    while !log.contains("serving") {
+        assert!(stderr.read_line(&mut log).unwrap() > 0, "no start: {log}");
+    }
+    assert!(raw_http::get_home(port).contains("GPU Lab"));
+    Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    stderr.read_to_string(&mut log).unwrap();
+    child.wait().unwrap();
+    log
+}
+
+#[cfg(unix)]
+#[test]
+fn request_lines_are_logged_only_when_the_filter_asks_for_them() {
+    // The trace layer costs a page view its spans even when nothing is printed, so it
+    // is there only when the filter enables tower_http's DEBUG lines.
+    let asked = log_of_one_page_view("info,tower_http=debug");
+    assert!(asked.contains("finished processing request"), "{asked}");
+    let default = log_of_one_page_view("info,tower_http=info");
+    assert!(default.contains("serving"), "{default}");
+    assert!(!default.contains("processing request"), "{default}");
 }
 
 mod raw_http {

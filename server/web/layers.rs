@@ -26,8 +26,8 @@ use axum::http::{HeaderValue, header};
 use axum::response::Response;
 use pin_project_lite::pin_project;
 use tower::{Layer, Service};
-use tower_http::compression::{Compression, ResponseFuture};
 use tower_http::compression::predicate::{And, NotForContentType, Predicate, SizeAbove};
+use tower_http::compression::{Compression, ResponseFuture};
 
 use super::error;
 use super::routes::health::method_label;
