@@ -192,13 +192,36 @@ pub fn submit(
     let previous: Option<i64> = row.get(5)?;
     let turn = previous.map_or(floor.unwrap_or(0), |p| (p + 1).max(floor.unwrap_or(0)));
     let id = random_id();
+    // Within a turn, jobs go in the order they came. SQLite's clock ticks in
+    // milliseconds, so two submissions can read the same time; the later one is then
+    // stamped a microsecond after the latest in its turn, never tied with it (a tie
+    // would fall to the random id).
+    let latest: Option<f64> = tx
+        .query_row(
+            "SELECT MAX(submitted_at) FROM jobs WHERE status = 'queued' AND turn = ?1",
+            params![turn],
+        )?
+        .get(0)?;
+    let greatest = match tx.dialect() {
+        Dialect::Postgres => "GREATEST",
+        Dialect::Sqlite => "MAX",
+    };
     let submitted: f64 = tx
         .query_row(
             &format!(
                 "INSERT INTO jobs (id, owner, address, experiment, params, prediction, turn, status, submitted_at)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, 'queued', {now}) RETURNING submitted_at"
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, 'queued', {greatest}({now}, ?8)) RETURNING submitted_at"
             ),
-            params![id, owner, address, job.experiment, job.params, job.prediction, turn],
+            params![
+                id,
+                owner,
+                address,
+                job.experiment,
+                job.params,
+                job.prediction,
+                turn,
+                latest.map_or(0.0, |t| t + 1e-6)
+            ],
         )?
         .get(0)?;
     let position = position(tx, turn, submitted, id)?;

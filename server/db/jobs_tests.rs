@@ -1,6 +1,7 @@
 //! The experiment queue on SQLite (always) and on a real PostgreSQL server (with
 //! `GPULAB_TEST_POSTGRES`): the caps hold class-wide, the order is round-robin,
-//! concurrent claims never share a job, an expired lease puts a job back once, then
+//! jobs in one turn keep their arrival order, concurrent
+//! claims never share a job, an expired lease puts a job back once, then
 //! fails it, while the worker that lost it can neither renew nor complete it, and a
 //! completion records the result, the run history and the prediction together.
 
@@ -116,6 +117,33 @@ fn caps_hold_for_the_whole_class_and_say_which() {
             submit(&db, "ann", None, &per_minute),
             Err(Refused::RateLimited { limit: 3 })
         );
+    }
+}
+
+#[test]
+fn jobs_in_one_turn_keep_the_order_they_came_in_even_within_a_clock_tick() {
+    // Forty first jobs from forty students, submitted back to back: many land in the
+    // same millisecond of SQLite's clock, and each must still queue behind the ones
+    // before it, and be claimed in that order.
+    for (engine, db, _scratch) in backends() {
+        let limits = Limits {
+            experiments_per_minute: 0,
+            queue_length: 100,
+            ..Limits::default()
+        };
+        let mut ids = Vec::new();
+        for n in 1..=40 {
+            let (id, position) = submit(&db, &format!("student-{n}"), None, &limits).unwrap();
+            assert_eq!(position, n, "{engine}: job {n}'s place");
+            ids.push(id);
+        }
+        for (n, id) in ids.iter().enumerate() {
+            let claimed = db
+                .run_blocking(|tx| claim(tx, "w", Duration::from_secs(60)))
+                .unwrap()
+                .unwrap();
+            assert_eq!(claimed.id, *id, "{engine}: claim {n}");
+        }
     }
 }
 

@@ -213,24 +213,34 @@ mod tests {
             data_on_device: true,
             ..SLOW
         };
-        let unsynced = run(&quiet, 20, &data, &deadline).unwrap();
-        let synced = run(
-            &Knobs {
-                timer_sync: true,
-                ..quiet
-            },
-            20,
-            &data,
-            &deadline,
-        )
-        .unwrap();
-        // Without a sync the clock stops before the queue has drained; with one it
-        // covers every step (both compared within this one test, not with a constant).
-        assert!(synced.timer_ratio > 0.9, "{synced:?}");
+        // Three runs each way, and the best of them: one preemption of a few ms between
+        // the timer and the final sync (or while enqueueing) on a loaded box moves one
+        // run's ratio by tenths, and it must not decide the test.
+        let runs = |knobs: &Knobs| -> Vec<RunSample> {
+            (0..3)
+                .map(|_| run(knobs, 20, &data, &deadline).unwrap())
+                .collect()
+        };
+        let unsynced = runs(&quiet);
+        let synced = runs(&Knobs {
+            timer_sync: true,
+            ..quiet
+        });
+        let ratios = |runs: &[RunSample]| runs.iter().map(|r| r.timer_ratio).collect::<Vec<_>>();
+        let (unsynced_ratios, synced_ratios) = (ratios(&unsynced), ratios(&synced));
+        let best_synced = synced_ratios.iter().copied().fold(0.0, f64::max);
+        let best_unsynced = unsynced_ratios
+            .iter()
+            .copied()
+            .fold(f64::INFINITY, f64::min);
+        // Without a sync the clock stops before the queue has drained (about 0.0003 of
+        // the true time on a quiet box); with one it covers every step (about 0.999).
+        assert!(best_synced > 0.9, "{synced_ratios:?}");
         assert!(
-            unsynced.timer_ratio < synced.timer_ratio,
-            "{unsynced:?} {synced:?}"
+            best_unsynced < 0.5 * best_synced,
+            "{unsynced_ratios:?} {synced_ratios:?}"
         );
+        let synced = &synced[0];
         assert!(synced.final_loss < synced.first_loss, "{synced:?}");
     }
 

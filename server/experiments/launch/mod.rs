@@ -373,14 +373,24 @@ mod tests {
         let r = cpu(100, 2048);
         let (ok, detail) = judge(&r, 100);
         assert!(ok, "{detail}");
-        // Handing 100 tasks over one by one takes more host time in calls than handing
-        // over one batch: compared within this run, with a wide margin.
+        // No timing order between the ways is asserted here: on a loaded 2-core box one
+        // hand-off that wakes the worker (15–35 µs) swamps 99 more sends (about 2 µs),
+        // and "eager submits longer than the batch" failed 2 runs in 25. What holds on
+        // any box is how each repetition's spans nest on the one clock: the calls and the
+        // work lie inside the wall time, so every order statistic of them does too.
         let p = r.points.last().unwrap();
         assert_eq!(p.kernels, 100);
-        assert!(
-            p.ways[0].submit_us.median > p.ways[1].submit_us.median,
-            "{p:?}"
-        );
+        for w in &p.ways {
+            for (part, whole) in [(&w.submit_us, &w.wall_us), (&w.device_us, &w.wall_us)] {
+                assert!(
+                    part.min >= 0.0
+                        && part.min <= whole.min
+                        && part.median <= whole.median
+                        && part.max <= whole.max,
+                    "{w:?}"
+                );
+            }
+        }
         // The traced repetition is one of the timed ones.
         for w in &p.ways {
             assert!(
