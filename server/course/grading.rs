@@ -223,51 +223,8 @@ impl Question {
 
 #[cfg(test)]
 mod tests {
-    use crate::course::quiz::{Answer, Question, Quiz, parse};
-
-    const QUIZ: &str = r#"
-[[question]]
-id = "one"
-kind = "single"
-prompt = "Pick B"
-explanation = "B is right."
-[[question.option]]
-text = "A"
-[[question.option]]
-text = "B"
-correct = true
-
-[[question]]
-id = "many"
-kind = "multiple"
-prompt = "Pick A and C"
-explanation = "A and C."
-[[question.option]]
-text = "A"
-correct = true
-[[question.option]]
-text = "B"
-[[question.option]]
-text = "C"
-correct = true
-
-[[question]]
-id = "num"
-kind = "numeric"
-prompt = "GiB?"
-answer = 14.90
-tolerance = 0.05
-unit = "GiB"
-explanation = "16e9 / 2^30."
-"#;
-
-    fn quiz() -> Quiz {
-        parse("q", "Q", "quiz.toml", QUIZ).unwrap()
-    }
-
-    fn index_of(q: &Question, text: &str) -> usize {
-        q.options().iter().position(|o| o == text).unwrap()
-    }
+    use crate::course::quiz::Answer;
+    use crate::course::quiz::fixture::{index_of, quiz};
 
     #[test]
     fn grading_counts_and_explains() {

@@ -465,11 +465,13 @@ pub fn parse(quiz_id: &str, title: &str, file: &str, text: &str) -> Result<Quiz,
     }
 }
 
+/// The quiz the unit tests of this module and of [`super::grading`] share: one single
+/// choice, one multiple choice and one numeric question.
 #[cfg(test)]
-mod tests {
-    use super::*;
+pub(crate) mod fixture {
+    use super::{Question, Quiz, parse};
 
-    const QUIZ: &str = r#"
+    pub const QUIZ: &str = r#"
 [[question]]
 id = "one"
 kind = "single"
@@ -505,13 +507,20 @@ unit = "GiB"
 explanation = "16e9 / 2^30."
 "#;
 
-    fn quiz() -> Quiz {
+    pub fn quiz() -> Quiz {
         parse("q", "Q", "quiz.toml", QUIZ).unwrap()
     }
 
-    fn index_of(q: &Question, text: &str) -> usize {
+    pub fn index_of(q: &Question, text: &str) -> usize {
         q.options().iter().position(|o| o == text).unwrap()
     }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    use fixture::{QUIZ, index_of, quiz};
 
     #[test]
     fn option_order_is_a_stable_shuffle_that_carries_the_key() {
