@@ -18,37 +18,70 @@ fn help_explains_serve_and_check() {
     }
 }
 
+/// `gpulab serve` on a free port with a fresh SQLite file and `RUST_LOG=filter`, once
+/// it has said it is serving; its log so far is in `log`.
+#[cfg(unix)]
+struct Served {
+    child: std::process::Child,
+    stderr: BufReader<std::process::ChildStderr>,
+    log: String,
+    port: u16,
+    _dir: tempfile::TempDir,
+}
+
+#[cfg(unix)]
+impl Served {
+    fn start(filter: &str) -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let mut child = Command::new(env!("CARGO_BIN_EXE_gpulab"))
+            .args(["serve", "--addr", &format!("127.0.0.1:{port}")])
+            .arg("--database")
+            .arg(dir.path().join("cli.db"))
+            .env("RUST_LOG", filter)
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut stderr = BufReader::new(child.stderr.take().unwrap());
+        let mut log = String::new();
+        while !log.contains("serving") {
+            assert!(
+                stderr.read_line(&mut log).unwrap() > 0,
+                "the server did not report that it is serving: {log}"
+            );
+        }
+        Self {
+            child,
+            stderr,
+            log,
+            port,
+            _dir: dir,
+        }
+    }
+
+    fn sigterm(&self) {
+        let status = Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(status.success());
+    }
+}
+
 #[cfg(unix)]
 #[test]
 fn sigterm_shuts_the_server_down_cleanly() {
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_gpulab"))
-        .args(["--addr", &format!("127.0.0.1:{port}")])
-        .env("RUST_LOG", "info")
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
-    let started = lines
-        .by_ref()
-        .map_while(Result::ok)
-        .any(|l| l.contains("serving"));
-    assert!(started, "server did not report that it is serving");
-    let body = raw_http::get_home(port);
-    assert!(body.contains("GPU Lab"));
-    let status = Command::new("kill")
-        .args(["-TERM", &child.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(status.success());
+    let mut served = Served::start("info");
+    assert!(raw_http::get_home(served.port).contains("GPU Lab"));
+    served.sigterm();
     let deadline = Instant::now() + Duration::from_secs(10);
     loop {
-        if let Some(code) = child.try_wait().unwrap() {
+        if let Some(code) = served.child.try_wait().unwrap() {
             assert!(code.success(), "exit status {code}");
             break;
         }
@@ -64,34 +97,12 @@ fn sigterm_shuts_the_server_down_cleanly() {
 #[cfg(unix)]
 fn log_of_one_page_view(filter: &str) -> String {
     use std::io::Read;
-    let dir = tempfile::tempdir().unwrap();
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_gpulab"))
-        .args(["serve", "--addr", &format!("127.0.0.1:{port}")])
-        .arg("--database")
-        .arg(dir.path().join("log.db"))
-        .env("RUST_LOG", filter)
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stderr = BufReader::new(child.stderr.take().unwrap());
-    let mut log = String::new();
-    while !log.contains("serving") {
-        assert!(stderr.read_line(&mut log).unwrap() > 0, "no start: {log}");
-    }
-    assert!(raw_http::get_home(port).contains("GPU Lab"));
-    Command::new("kill")
-        .args(["-TERM", &child.id().to_string()])
-        .status()
-        .unwrap();
-    stderr.read_to_string(&mut log).unwrap();
-    child.wait().unwrap();
-    log
+    let mut served = Served::start(filter);
+    assert!(raw_http::get_home(served.port).contains("GPU Lab"));
+    served.sigterm();
+    served.stderr.read_to_string(&mut served.log).unwrap();
+    served.child.wait().unwrap();
+    served.log
 }
 
 #[cfg(unix)]
