@@ -196,12 +196,6 @@ pub fn submit(
     // milliseconds, so two submissions can read the same time; the later one is then
     // stamped a microsecond after the latest in its turn, never tied with it (a tie
     // would fall to the random id).
-    let latest: Option<f64> = tx
-        .query_row(
-            "SELECT MAX(submitted_at) FROM jobs WHERE status = 'queued' AND turn = ?1",
-            params![turn],
-        )?
-        .get(0)?;
     let greatest = match tx.dialect() {
         Dialect::Postgres => "GREATEST",
         Dialect::Sqlite => "MAX",
@@ -210,18 +204,11 @@ pub fn submit(
         .query_row(
             &format!(
                 "INSERT INTO jobs (id, owner, address, experiment, params, prediction, turn, status, submitted_at)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, 'queued', {greatest}({now}, ?8)) RETURNING submitted_at"
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, 'queued', {greatest}({now}, COALESCE(
+                     (SELECT MAX(submitted_at) + 1e-6 FROM jobs WHERE status = 'queued' AND turn = ?7), 0)))
+                 RETURNING submitted_at"
             ),
-            params![
-                id,
-                owner,
-                address,
-                job.experiment,
-                job.params,
-                job.prediction,
-                turn,
-                latest.map_or(0.0, |t| t + 1e-6)
-            ],
+            params![id, owner, address, job.experiment, job.params, job.prediction, turn],
         )?
         .get(0)?;
     let position = position(tx, turn, submitted, id)?;
