@@ -136,9 +136,12 @@ fn calibrate() -> Threading {
         };
         let one = median(1);
         let all = median(cores);
-        if std::env::var_os("GPULAB_CAL_DEBUG").is_some() {
-            eprintln!("cal n={n} one={one:e} all={all:e}");
-        }
+        tracing::trace!(
+            n,
+            one_s = one,
+            every_core_s = all,
+            "CPU GEMM threading tried"
+        );
         all < CLEARLY_FASTER * one
     });
     let threading = Threading {
