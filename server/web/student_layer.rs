@@ -51,18 +51,15 @@ impl StudentLayer {
 
     /// For the student routes: the cookie check and the address's write budget.
     pub fn with_write_budget(state: &AppState) -> Self {
-        Self {
-            policy: CookiePolicy::of(&state.config),
-            budget: WriteBudget::PerAddress(Arc::clone(&state.write_limiter)),
-        }
+        Self::new(
+            CookiePolicy::of(&state.config),
+            WriteBudget::PerAddress(Arc::clone(&state.write_limiter)),
+        )
     }
 
     /// For a student write with a guard of its own: the cookie check only.
     pub fn cookie_only(state: &AppState) -> Self {
-        Self {
-            policy: CookiePolicy::of(&state.config),
-            budget: WriteBudget::CookieOnly,
-        }
+        Self::new(CookiePolicy::of(&state.config), WriteBudget::CookieOnly)
     }
 }
 
