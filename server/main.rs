@@ -365,7 +365,7 @@ async fn serve_until_signal(config: Config) -> anyhow::Result<()> {
 /// Stops taking experiments, fails the waiting ones, and gives the running ones until
 /// `timeout` to finish; pages and job polls keep being served meanwhile.
 async fn drain_experiments(state: &AppState, timeout: Duration) {
-    state.engine.close();
+    state.engine.close().await;
     let engine = state.engine.clone();
     let idle = tokio::task::spawn_blocking(move || engine.wait_idle(timeout))
         .await

@@ -91,6 +91,10 @@ struct Local {
     /// Set when the last clone of the engine goes: its worker threads stop.
     stop: Arc<AtomicBool>,
     closed: AtomicBool,
+    /// Held shared by each submission from its `closed` check to its commit, and
+    /// exclusively by [`Engine::close`]: a job is either in the queue before close fails
+    /// the waiting ones (so it fails with them) or refused, never queued after.
+    submissions: tokio::sync::RwLock<()>,
     runs_workers: bool,
     /// When this engine started (the database's clock): the outcomes it counts are of
     /// the jobs finished since, as a counter that starts again with the process.
@@ -212,6 +216,7 @@ impl Engine {
                 activity,
                 stop,
                 closed: AtomicBool::new(false),
+                submissions: tokio::sync::RwLock::new(()),
                 runs_workers: true,
                 started_secs,
                 rejected: AtomicU64::new(0),
@@ -257,6 +262,7 @@ impl Engine {
                 activity: Arc::default(),
                 stop: Arc::default(),
                 closed: AtomicBool::new(false),
+                submissions: tokio::sync::RwLock::new(()),
                 runs_workers: false,
                 started_secs,
                 rejected: AtomicU64::new(0),
@@ -273,6 +279,7 @@ impl Engine {
         address: Option<std::net::IpAddr>,
         job: Job,
     ) -> Result<(u64, usize), Refused> {
+        let _open = self.local.submissions.read().await;
         if self.local.closed.load(Ordering::Relaxed) {
             return Err(Refused::Closed);
         }
@@ -311,16 +318,23 @@ impl Engine {
 
     /// Stops taking experiments (shutdown). A server that runs its own workers fails
     /// the waiting ones, since nothing will run them; a web node leaves them to the
-    /// class's workers.
-    pub fn close(&self) {
+    /// class's workers. Waits for the submissions in flight to commit first.
+    pub async fn close(&self) {
+        let _shut = self.local.submissions.write().await;
         self.local.closed.store(true, Ordering::Relaxed);
         if self.local.runs_workers {
-            let failed = self.db.run_blocking(|tx| {
-                jobs::fail_waiting(
-                    tx,
-                    "the server is shutting down; your experiment did not run — try again when it is back",
-                )
-            });
+            let db = self.db.clone();
+            let failed = tokio::task::spawn_blocking(move || {
+                db.run_blocking(|tx| {
+                    jobs::fail_waiting(
+                        tx,
+                        "the server is shutting down; your experiment did not run — try again when it is back",
+                    )
+                })
+            })
+            .await
+            .map_err(|e| DbError::Task(e.to_string()))
+            .and_then(|r| r);
             if let Err(error) = failed {
                 tracing::warn!(%error, "could not fail the waiting experiments");
             }
@@ -340,3 +354,6 @@ impl Engine {
         true
     }
 }
+
+#[cfg(test)]
+mod tests;
