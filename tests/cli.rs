@@ -18,8 +18,9 @@ fn help_explains_serve_and_check() {
     }
 }
 
-/// `gpulab serve` on a free port with a fresh SQLite file and `RUST_LOG=filter`, once
-/// it has said it is serving; its log so far is in `log`.
+/// `gpulab serve` on a port the OS picks (read back from its log) with a fresh SQLite
+/// file and `RUST_LOG=filter`, once it has said it is serving; its log so far is in
+/// `log`.
 #[cfg(unix)]
 struct Served {
     child: std::process::Child,
@@ -33,13 +34,8 @@ struct Served {
 impl Served {
     fn start(filter: &str) -> Self {
         let dir = tempfile::tempdir().unwrap();
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
         let mut child = Command::new(env!("CARGO_BIN_EXE_gpulab"))
-            .args(["serve", "--addr", &format!("127.0.0.1:{port}")])
+            .args(["serve", "--addr", "127.0.0.1:0"])
             .arg("--database")
             .arg(dir.path().join("cli.db"))
             .env("RUST_LOG", filter)
@@ -55,6 +51,12 @@ impl Served {
                 "the server did not report that it is serving: {log}"
             );
         }
+        // "GPU Lab serving N lessons on http://127.0.0.1:PORT (database …"
+        let port = log
+            .split_once(" on http://127.0.0.1:")
+            .and_then(|(_, after)| after.split(|c: char| !c.is_ascii_digit()).next())
+            .and_then(|digits| digits.parse().ok())
+            .unwrap_or_else(|| panic!("no address in the serving line: {log}"));
         Self {
             child,
             stderr,

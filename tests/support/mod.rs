@@ -165,12 +165,15 @@ pub fn escaped(text: &str) -> String {
         .replace('>', "&#62;")
 }
 
-/// The real `gpulab` binary serving on a free port with the given database.
+/// The real `gpulab` binary serving on a port the OS picked (no port is chosen first and
+/// bound later, where another test could take it) with the given database.
 pub struct BinaryServer {
     /// The child process.
     pub child: std::process::Child,
     /// `http://127.0.0.1:<port>`.
     pub base: String,
+    /// Every line the server has logged so far.
+    log: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
 }
 
 impl BinaryServer {
@@ -193,11 +196,6 @@ impl BinaryServer {
         prefix: &[&str],
     ) -> Self {
         use std::io::{BufRead, BufReader};
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
         let binary = binary::gpulab();
         let mut command = match prefix.split_first() {
             Some((program, rest)) => {
@@ -208,7 +206,7 @@ impl BinaryServer {
             None => std::process::Command::new(binary),
         };
         let mut child = command
-            .args(["serve", "--addr", &format!("127.0.0.1:{port}")])
+            .args(["serve", "--addr", "127.0.0.1:0"])
             .arg("--database")
             .arg(database)
             .args(args)
@@ -220,16 +218,37 @@ impl BinaryServer {
             .unwrap();
         let stderr = child.stderr.take().unwrap();
         let mut lines = BufReader::new(stderr).lines();
-        let started = lines
-            .by_ref()
-            .map_while(Result::ok)
-            .any(|l| l.contains("serving"));
-        assert!(started, "gpulab did not start");
+        let log = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        // "GPU Lab serving N lessons on http://127.0.0.1:PORT (database …"
+        let base = lines.by_ref().map_while(Result::ok).find_map(|line| {
+            log.lock().unwrap().push(line.clone());
+            let (_, after) = line.split_once(" on http://")?;
+            let address = after.split_whitespace().next()?;
+            line.contains("serving")
+                .then(|| format!("http://{address}"))
+        });
+        let base = base.expect("gpulab did not start");
         // Keep draining stderr so the server never blocks on a full pipe.
-        std::thread::spawn(move || lines.for_each(drop));
-        Self {
-            child,
-            base: format!("http://127.0.0.1:{port}"),
+        let kept = std::sync::Arc::clone(&log);
+        std::thread::spawn(move || {
+            for line in lines.map_while(Result::ok) {
+                kept.lock().unwrap().push(line);
+            }
+        });
+        Self { child, base, log }
+    }
+
+    /// Waits up to `timeout` for a logged line containing `needle`; whether one came.
+    pub fn wait_for_log(&self, needle: &str, timeout: std::time::Duration) -> bool {
+        let deadline = std::time::Instant::now() + timeout;
+        loop {
+            if self.log.lock().unwrap().iter().any(|l| l.contains(needle)) {
+                return true;
+            }
+            if std::time::Instant::now() >= deadline {
+                return false;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
         }
     }
 

@@ -1,25 +1,18 @@
-// Starts the gpulab binary on a free local port with a fresh temporary database and small
+// Starts the gpulab binary on a local port the OS picks (read back from its log, so no
+// other process can take it between a probe and the bind) with a fresh temporary database and small
 // experiment limits (so live experiments finish quickly on a CPU-only CI machine), waits
 // until it answers, and stops it again. Its log goes to a file next to the report.
 
 import { spawn } from 'node:child_process';
 import { createWriteStream, existsSync, mkdtempSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { sleep } from './util.mjs';
 
-/** Asks the OS for a free TCP port on 127.0.0.1. */
-export function freePort() {
-  return new Promise((resolve, reject) => {
-    const probe = createServer();
-    probe.unref();
-    probe.on('error', reject);
-    probe.listen(0, '127.0.0.1', () => {
-      const { port } = probe.address();
-      probe.close(() => resolve(port));
-    });
-  });
+/** RUST_LOG with the server's own info lines kept (none set: the binary's default). */
+function logFilter() {
+  const set = process.env.RUST_LOG;
+  return set && !/gpulab/.test(set) ? { RUST_LOG: `${set},gpulab=info` } : {};
 }
 
 /**
@@ -30,12 +23,10 @@ export async function startServer({ bin, cwd, logPath, readyMs = 30_000, token =
   if (!existsSync(bin)) {
     throw new Error(`server binary ${bin} not found: run \`cargo build\` (or set GPULAB_BIN)`);
   }
-  const port = await freePort();
-  const origin = `http://127.0.0.1:${port}`;
   const dbDir = mkdtempSync(join(tmpdir(), 'gpulab-e2e-'));
   const args = [
     'serve',
-    '--addr', `127.0.0.1:${port}`,
+    '--addr', '127.0.0.1:0',
     '--database', join(dbDir, 'e2e.db'),
     '--max-transfer-bytes', '67108864',
     '--max-matmul-size', '512',
@@ -49,10 +40,21 @@ export async function startServer({ bin, cwd, logPath, readyMs = 30_000, token =
     stdio: ['ignore', 'pipe', 'pipe'],
     // An instructor token in the caller's environment would change the pages; only the
     // instructor part passes its own.
-    env: { ...process.env, GPULAB_INSTRUCTOR_TOKEN: token },
+    // Its "serving … on http://…" line (info) says the port, whatever RUST_LOG asks.
+    env: { ...process.env, GPULAB_INSTRUCTOR_TOKEN: token, ...logFilter() },
   });
   child.stdout.pipe(log, { end: false });
   child.stderr.pipe(log, { end: false });
+  // "GPU Lab serving N lessons on http://127.0.0.1:PORT (database …"
+  let origin = null;
+  let early = '';
+  child.stderr.setEncoding('utf8');
+  child.stderr.on('data', (chunk) => {
+    if (origin !== null) return;
+    early = (early + chunk).slice(-8_000);
+    const found = early.match(/serving .* on (http:\/\/127\.0\.0\.1:\d+)/);
+    if (found) origin = found[1];
+  });
   let exited = null;
   child.on('exit', (code, signal) => {
     exited = { code, signal };
@@ -82,6 +84,11 @@ export async function startServer({ bin, cwd, logPath, readyMs = 30_000, token =
     if (exited !== null) {
       await stop();
       throw new Error(`server exited during start-up (code ${exited.code}, signal ${exited.signal}); see ${logPath}`);
+    }
+    if (origin === null) {
+      lastError = 'no "serving" line in its log yet';
+      await sleep(100);
+      continue;
     }
     try {
       const response = await fetch(`${origin}/`, { signal: AbortSignal.timeout(2_000) });
