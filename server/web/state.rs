@@ -138,7 +138,7 @@ impl AppState {
             .spawn(move || {
                 let started = std::time::Instant::now();
                 warm.iter().for_each(|page| page.warm());
-                tracing::debug!(
+                tracing::info!(
                     resources = warm.len(),
                     ms = started.elapsed().as_millis() as u64,
                     "pages and assets precompressed"

@@ -6,7 +6,7 @@ use std::io::Write;
 use std::net::TcpStream;
 use std::time::Duration;
 
-use super::{Server, healthz_p99, scale};
+use super::{Latencies, Server, scale};
 
 /// Sends `count` requests, each with its own invented 8 KiB method (numbered from
 /// `first`), over fresh connections.
@@ -99,11 +99,14 @@ async fn half_sent_requests_do_not_lock_out_a_real_student() {
         "opened {} slow connections",
         holders.len()
     );
-    let p99 = healthz_p99(&base, scale(50, 200)).await;
+    // Locked out, a student's requests fail or wait for a slow client's timeout (15 s).
+    let times = Latencies::of_healthz(&base, scale(50, 200)).await;
     assert!(
-        p99 < Duration::from_millis(50),
-        "/healthz p99 {p99:?} with {} half-sent requests open",
-        holders.len()
+        times.slowest() < Duration::from_secs(5) && times.quantile(0.9) < Duration::from_millis(50),
+        "/healthz with {} half-sent requests open: p90 {:?}, slowest {:?}",
+        holders.len(),
+        times.quantile(0.9),
+        times.slowest()
     );
     // The slow connections are closed by the header timeout, not kept for ever.
     drop(holders);

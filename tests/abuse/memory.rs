@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use reqwest::StatusCode;
 use serde_json::json;
 
-use super::{Server, client_from, healthz_p99, metric, scale};
+use super::{Latencies, Server, client_from, metric, scale};
 use crate::support::student_id;
 
 const MIB: u64 = 1 << 20;
@@ -110,14 +110,18 @@ async fn allocating_does_not_stall_other_requests() {
         }));
     }
     tokio::time::sleep(Duration::from_millis(300)).await;
-    // p99 of 300: one scheduling hiccup of this 2-core box (4 threads filling 256 MiB each)
-    // is not a stall; blocking the async workers would slow a whole run of requests.
-    let p99 = healthz_p99(&base, scale(300, 400)).await;
+    // A scheduling hiccup of this 2-core box (4 threads filling 256 MiB each) slows a
+    // request or two; filling on the async workers would slow most of them.
+    let times = Latencies::of_healthz(&base, scale(300, 400)).await;
     let rounds: usize = futures_sum(churners).await;
     assert!(rounds >= 4, "the churn ran ({rounds} rounds)");
+    let slow = times.share_over(Duration::from_millis(50));
     assert!(
-        p99 < Duration::from_millis(50),
-        "/healthz p99 {p99:?} during playground churn"
+        slow < 0.1 && times.slowest() < Duration::from_secs(5),
+        "/healthz during playground churn: {:.0}% over 50 ms (median {:?}, slowest {:?})",
+        slow * 100.0,
+        times.quantile(0.5),
+        times.slowest()
     );
 }
 
