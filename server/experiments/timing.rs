@@ -19,7 +19,7 @@ use std::time::Instant;
 use serde::{Deserialize, Serialize};
 
 use super::prediction::{On, Quantity, Scale};
-use super::selftest::{Check, checked, no_gpu};
+use super::selftest::{Check, checked, checked_tries, no_gpu};
 use super::trace::{Trace, TraceBuilder};
 use super::{Experiment, ExperimentError, Rule};
 use crate::config::Limits;
@@ -363,9 +363,13 @@ impl Experiment for Timing {
     }
 
     fn selftest(gpu: Option<&mut Gpu>) -> Vec<Check> {
-        let mut checks = vec![checked(
+        // The trap needs the launching thread to return before the stream thread's
+        // ~40 ms of work ends: a run whose launcher the OS preempted for that long is
+        // run again.
+        let mut checks = vec![checked_tries(
             "timing: CPU stream shows the trap",
-            run_cpu(),
+            3,
+            run_cpu,
             |r| judge(r, false),
         )];
         match gpu {
@@ -386,7 +390,19 @@ mod tests {
 
     #[test]
     fn the_cpu_stream_shows_the_trap() {
-        let r = run_cpu().unwrap();
+        // Best of three: a run whose launching thread the OS preempted for the whole
+        // ~40 ms of stream work shows no trap, and says nothing about the code.
+        let mut last = None;
+        for _ in 0..3 {
+            let r = run_cpu().unwrap();
+            let trap = r.host_no_sync_ms < r.host_sync_ms && r.host_sync_ms >= r.device_ms * 0.9;
+            if trap && judge(&r, false).0 {
+                last = Some(r);
+                break;
+            }
+            last = Some(r);
+        }
+        let r = last.unwrap();
         assert_eq!(
             (r.cpu_lane.len(), r.device_lane.len()),
             (LAUNCHES, LAUNCHES)
