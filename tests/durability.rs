@@ -2,7 +2,7 @@
 //! success response is in the database afterwards, even after SIGKILL mid-stream.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
 
 use serde_json::Value;
@@ -39,7 +39,15 @@ async fn progress_survives_a_restart_on_the_same_database() {
 async fn sigkill_during_a_submission_stream_loses_no_acknowledged_attempt() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("gpulab.db");
-    let server = BinaryServer::start(&db);
+    // Rates lifted: the default 20 attempts a minute would stop the writers long before
+    // the kill, and nothing would be in flight when it came.
+    let unlimited = [
+        "--attempts-per-minute",
+        "1000000",
+        "--writes-per-minute-per-address",
+        "1000000",
+    ];
+    let server = BinaryServer::launch(&db, &unlimited, &[], &[]);
     let quiz = gpulab::course::Course::load(&gpulab::course::ContentSource::Embedded)
         .unwrap()
         .quiz("gpu-memory")
@@ -55,13 +63,15 @@ async fn sigkill_during_a_submission_stream_loses_no_acknowledged_attempt() {
         .await
         .unwrap();
     let acknowledged = Arc::new(AtomicUsize::new(0));
+    let killed = Arc::new(AtomicBool::new(false));
     let mut writers = Vec::new();
     for _ in 0..4 {
-        let (client, url, body, acknowledged) = (
+        let (client, url, body, acknowledged, killed) = (
             client.clone(),
             url.clone(),
             body.clone(),
             Arc::clone(&acknowledged),
+            Arc::clone(&killed),
         );
         writers.push(tokio::spawn(async move {
             // Bounded: at most 2,000 submissions per writer, and it stops at the first
@@ -77,15 +87,23 @@ async fn sigkill_during_a_submission_stream_loses_no_acknowledged_attempt() {
                     Ok(r) if r.status().is_success() => {
                         acknowledged.fetch_add(1, Ordering::SeqCst);
                     }
-                    _ => break,
+                    Ok(r) => return format!("answered {} before the kill", r.status()),
+                    Err(_) if killed.load(Ordering::SeqCst) => return String::new(),
+                    Err(e) => return format!("failed before the kill: {e}"),
                 }
             }
+            "sent all 2,000 before the kill".to_string()
         }));
     }
     tokio::time::sleep(Duration::from_millis(1_500)).await;
+    killed.store(true, Ordering::SeqCst);
     server.kill_hard();
     for w in writers {
-        w.await.unwrap();
+        let stopped = w.await.unwrap();
+        assert!(
+            stopped.is_empty(),
+            "a writer was not writing when the server was killed: it {stopped}"
+        );
     }
     let acked = acknowledged.load(Ordering::SeqCst);
     assert!(
