@@ -568,18 +568,15 @@ async function main() {
   run.students.push(faulty);
   await run.arrive(faulty);
   const longJob = run.experiment(faulty, LONG, false);
-  const victimWorker = await findRunningWorker(url, run, faulty);
-  const victim = workers.find((w) => w.name === victimWorker.worker);
+  const frozen = await freezeWorkerHoldingJob(url, run, faulty, workers);
+  const victim = frozen.victim;
   fault.worker = victim.name;
-  fault.target = victimWorker;
-  const [{ now: dbKillAt }] = await rowsAsync(url, 'SELECT EXTRACT(EPOCH FROM clock_timestamp())::float8 AS now');
-  fault.dbKillAt = dbKillAt;
+  fault.target = frozen.target;
+  fault.dbKillAt = frozen.dbKillAt;
+  fault.heldJobs = frozen.held;
   fault.workerKilledAt = performance.now();
   victim.intended = true;
   await victim.kill();
-  // A dead worker changes nothing until its lease runs out (>= 2/3 of it away): what it
-  // held at death is exactly what the table says it holds now.
-  fault.heldJobs = await rowsAsync(url, `SELECT id, experiment, tries FROM jobs WHERE worker = '${victim.name}' AND status = 'running'`);
   log(`SIGKILLed worker ${victim.name} holding job(s) ${fault.heldJobs.map((j) => `${j.id} (${j.experiment})`).join(', ') || 'NONE'}`);
   const killedJobWatch = watchKilledJobs(url, fault);
   await sleep(300);
@@ -640,6 +637,26 @@ function noneLeft() {
     throw new Error(
       `every worker exited before the fault phase without this test stopping them: ${gone.map((e) => `${e.name} (${e.signal ?? `code ${e.code}`} at ${e.secs} s)`).join(', ')}; see their logs (SIGTERM from another process?)`,
     );
+  }
+}
+
+/**
+ * Finds a worker running the long job and freezes it (SIGSTOP), then reads the jobs it
+ * holds and the database's clock: a stopped worker can neither finish nor renew, so
+ * what the table says it holds is exactly what its SIGKILL will interrupt. A worker
+ * that finished between the look-up and the stop holds nothing: it is let go
+ * (SIGCONT) and the search starts again.
+ */
+async function freezeWorkerHoldingJob(url, run, faulty, workers) {
+  for (let attempt = 1; ; attempt++) {
+    const target = await findRunningWorker(url, run, faulty);
+    const victim = workers.find((w) => w.name === target.worker);
+    victim.child.kill('SIGSTOP');
+    const held = await rowsAsync(url, `SELECT id, experiment, tries FROM jobs WHERE worker = '${victim.name}' AND status = 'running'`);
+    const [{ now: dbKillAt }] = await rowsAsync(url, 'SELECT EXTRACT(EPOCH FROM clock_timestamp())::float8 AS now');
+    if (held.length > 0 || attempt === 5) return { victim, target, held, dbKillAt };
+    log(`worker ${victim.name} finished its job before it was frozen; trying again`);
+    victim.child.kill('SIGCONT');
   }
 }
 
