@@ -2,8 +2,6 @@
 //! submission accepted has been failed with the "shutting down" message, and every
 //! later submission is refused, however the two interleave.
 
-use std::sync::atomic::Ordering;
-
 use super::*;
 use crate::experiments::REGISTRY;
 
@@ -27,10 +25,12 @@ fn a_submission_racing_close_is_refused_or_failed_never_left_waiting() {
                 experiments_per_minute: 0,
                 ..Limits::default()
             };
-            let engine = Engine::start(limits, db);
-            // No worker claims a job here: what close leaves queued stays queued.
-            engine.local.stop.store(true, Ordering::Relaxed);
-            engine.local.activity.notify();
+            // No worker here, so nothing claims a job (what close leaves queued stays
+            // queued) and nothing calibrates; close fails the waiting jobs as `serve` does.
+            let mut engine = Engine::web(limits, db);
+            Arc::get_mut(&mut engine.local)
+                .expect("no clone of the engine yet")
+                .runs_workers = true;
             // Eight students submit back to back until refused; close lands mid-stream.
             let students: Vec<_> = (0..8)
                 .map(|i| {
