@@ -323,18 +323,15 @@ impl Engine {
         let _shut = self.local.submissions.write().await;
         self.local.closed.store(true, Ordering::Relaxed);
         if self.local.runs_workers {
-            let db = self.db.clone();
-            let failed = tokio::task::spawn_blocking(move || {
-                db.run_blocking(|tx| {
+            let failed = self
+                .db
+                .run(|tx| {
                     jobs::fail_waiting(
                         tx,
                         "the server is shutting down; your experiment did not run — try again when it is back",
                     )
                 })
-            })
-            .await
-            .map_err(|e| DbError::Task(e.to_string()))
-            .and_then(|r| r);
+                .await;
             if let Err(error) = failed {
                 tracing::warn!(%error, "could not fail the waiting experiments");
             }
