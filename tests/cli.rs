@@ -26,7 +26,8 @@ struct Served {
     child: std::process::Child,
     stderr: BufReader<std::process::ChildStderr>,
     log: String,
-    port: u16,
+    /// `127.0.0.1:PORT`.
+    address: String,
     _dir: tempfile::TempDir,
 }
 
@@ -51,17 +52,16 @@ impl Served {
                 "the server did not report that it is serving: {log}"
             );
         }
-        // "GPU Lab serving N lessons on http://127.0.0.1:PORT (database …"
-        let port = log
-            .split_once(" on http://127.0.0.1:")
-            .and_then(|(_, after)| after.split(|c: char| !c.is_ascii_digit()).next())
-            .and_then(|digits| digits.parse().ok())
-            .unwrap_or_else(|| panic!("no address in the serving line: {log}"));
+        let address = log
+            .lines()
+            .find_map(crate::support::serving_address)
+            .unwrap_or_else(|| panic!("no address in the serving line: {log}"))
+            .to_string();
         Self {
             child,
             stderr,
             log,
-            port,
+            address,
             _dir: dir,
         }
     }
@@ -79,7 +79,7 @@ impl Served {
 #[test]
 fn sigterm_shuts_the_server_down_cleanly() {
     let mut served = Served::start("info");
-    assert!(raw_http::get_home(served.port).contains("GPU Lab"));
+    assert!(raw_http::get_home(&served.address).contains("GPU Lab"));
     served.sigterm();
     let deadline = Instant::now() + Duration::from_secs(10);
     loop {
@@ -100,7 +100,7 @@ fn sigterm_shuts_the_server_down_cleanly() {
 fn log_of_one_page_view(filter: &str) -> String {
     use std::io::Read;
     let mut served = Served::start(filter);
-    assert!(raw_http::get_home(served.port).contains("GPU Lab"));
+    assert!(raw_http::get_home(&served.address).contains("GPU Lab"));
     served.sigterm();
     served.stderr.read_to_string(&mut served.log).unwrap();
     served.child.wait().unwrap();
@@ -121,9 +121,9 @@ fn request_lines_are_logged_only_when_the_filter_asks_for_them() {
 
 mod raw_http {
     /// A tiny blocking GET over a std TCP stream, so this test needs no async runtime.
-    pub fn get_home(port: u16) -> String {
+    pub fn get_home(address: &str) -> String {
         use std::io::{Read, Write};
-        let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+        let mut stream = std::net::TcpStream::connect(address).unwrap();
         write!(
             stream,
             "GET / HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n"

@@ -165,6 +165,15 @@ pub fn escaped(text: &str) -> String {
         .replace('>', "&#62;")
 }
 
+/// The address (`127.0.0.1:PORT`) in the server's start-up line, "GPU Lab serving N
+/// lessons on http://127.0.0.1:PORT (database …", when `log` holds it: how a test learns
+/// the port the OS gave a server started with `--addr 127.0.0.1:0`.
+pub fn serving_address(log: &str) -> Option<&str> {
+    let (before, after) = log.split_once(" on http://")?;
+    before.contains("serving").then_some(())?;
+    after.split_whitespace().next()
+}
+
 /// The real `gpulab` binary serving on a port the OS picked (no port is chosen first and
 /// bound later, where another test could take it) with the given database.
 pub struct BinaryServer {
@@ -219,13 +228,9 @@ impl BinaryServer {
         let stderr = child.stderr.take().unwrap();
         let mut lines = BufReader::new(stderr).lines();
         let log = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
-        // "GPU Lab serving N lessons on http://127.0.0.1:PORT (database …"
         let base = lines.by_ref().map_while(Result::ok).find_map(|line| {
             log.lock().unwrap().push(line.clone());
-            let (_, after) = line.split_once(" on http://")?;
-            let address = after.split_whitespace().next()?;
-            line.contains("serving")
-                .then(|| format!("http://{address}"))
+            serving_address(&line).map(|address| format!("http://{address}"))
         });
         let base = base.expect("gpulab did not start");
         // Keep draining stderr so the server never blocks on a full pipe.
