@@ -7,6 +7,7 @@ import { spawn } from 'node:child_process';
 import { createWriteStream, existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { servingBase } from '../../load/lib/serving.mjs';
 import { sleep } from './util.mjs';
 
 /** RUST_LOG with the server's own info lines kept (none set: the binary's default). */
@@ -45,15 +46,13 @@ export async function startServer({ bin, cwd, logPath, readyMs = 30_000, token =
   });
   child.stdout.pipe(log, { end: false });
   child.stderr.pipe(log, { end: false });
-  // "GPU Lab serving N lessons on http://127.0.0.1:PORT (database …"
   let origin = null;
   let early = '';
   child.stderr.setEncoding('utf8');
   child.stderr.on('data', (chunk) => {
     if (origin !== null) return;
     early = (early + chunk).slice(-8_000);
-    const found = early.match(/serving .* on (http:\/\/127\.0\.0\.1:\d+)/);
-    if (found) origin = found[1];
+    origin = servingBase(early);
   });
   let exited = null;
   child.on('exit', (code, signal) => {

@@ -8,6 +8,8 @@ import { createWriteStream, existsSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 
+import { servingBase } from './serving.mjs';
+
 /** The repository root (tests/load/lib/../../..). */
 export const ROOT = path.resolve(path.dirname(new URL(import.meta.url).pathname), '../../..');
 
@@ -120,9 +122,9 @@ export async function startServer({ bin, database, args = [], env = {}, logPath,
       server.stderr += chunk.replace(ANSI, '');
       if (server.stderr.length > 4_000_000) server.stderr = server.stderr.slice(0, 1_000_000) + server.stderr.slice(-1_000_000);
       if (!server.base) {
-        const m = /serving .* on (http:\/\/127\.0\.0\.1:\d+)/.exec(server.stderr);
-        if (m) {
-          server.base = m[1];
+        const base = servingBase(server.stderr);
+        if (base) {
+          server.base = base;
           clearTimeout(timer);
           resolve(server);
         }
