@@ -390,19 +390,16 @@ mod tests {
 
     #[test]
     fn the_cpu_stream_shows_the_trap() {
-        // Best of three: a run whose launching thread the OS preempted for the whole
-        // ~40 ms of stream work shows no trap, and says nothing about the code.
-        let mut last = None;
-        for _ in 0..3 {
-            let r = run_cpu().unwrap();
-            let trap = r.host_no_sync_ms < r.host_sync_ms && r.host_sync_ms >= r.device_ms * 0.9;
-            if trap && judge(&r, false).0 {
-                last = Some(r);
+        // Best of three, as the selftest's check: a run whose launching thread the OS
+        // preempted for the whole ~40 ms of stream work shows no trap, and says nothing
+        // about the code.
+        let mut r = run_cpu().unwrap();
+        for _ in 1..3 {
+            if judge(&r, false).0 {
                 break;
             }
-            last = Some(r);
+            r = run_cpu().unwrap();
         }
-        let r = last.unwrap();
         assert_eq!(
             (r.cpu_lane.len(), r.device_lane.len()),
             (LAUNCHES, LAUNCHES)
