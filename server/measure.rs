@@ -53,6 +53,20 @@ impl Summary {
         stable: false,
     };
 
+    /// For a summary of milliseconds per sample of `count` back-to-back runs: the
+    /// milliseconds per run (every figure divided by `count`).
+    pub fn per_run(self, count: usize) -> Summary {
+        let each = |ms: f64| ms / count.max(1) as f64;
+        Summary {
+            median: each(self.median),
+            min: each(self.min),
+            max: each(self.max),
+            q1: each(self.q1),
+            q3: each(self.q3),
+            ..self
+        }
+    }
+
     /// For a summary of milliseconds per run: `amount` per second, as a summary (the
     /// fastest run gives the largest rate). Exact for the median with an odd count.
     pub fn per_second(self, amount: f64) -> Summary {

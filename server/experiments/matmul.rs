@@ -33,6 +33,15 @@ pub const CPU_SLOW: Duration = Duration::from_secs(3);
 /// Smallest matrix side accepted.
 pub const MIN_SIZE: usize = 16;
 
+/// GPU products timed back to back as one sample at side `n`: 2³⁴ / n³, from 1 (n ≥ 2048)
+/// to 64, so the GPU's queue stays full and a sample measures the product, not the
+/// launch call in front of it (n = 1024: 16 products). The PyTorch reference
+/// (tests/gpu/ref_matmul.py) reads this count from the row and times the same way.
+pub fn products_per_sample(n: usize) -> usize {
+    let cube = (n.max(1) as u64).pow(3);
+    ((1u64 << 34) / cube).clamp(1, 64) as usize
+}
+
 /// What the student asks for.
 #[derive(Debug, Clone, Deserialize, Serialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
@@ -56,8 +65,11 @@ pub struct MatmulRow {
     pub flop: f64,
     /// CPU milliseconds per product; `None` when skipped as too slow.
     pub cpu_ms: Option<Summary>,
-    /// GPU milliseconds per product, data already on the GPU.
+    /// GPU milliseconds per product, data already on the GPU: each sample is `products`
+    /// back-to-back products between two events, divided by `products`.
     pub gpu_ms: Option<Summary>,
+    /// Back-to-back GPU products per timed sample ([`products_per_sample`]); 0 on the CPU.
+    pub products: usize,
     /// GPU milliseconds including copying both inputs from host memory first.
     pub gpu_with_copy_ms: Option<Summary>,
 }
@@ -166,6 +178,11 @@ fn sweep(
             time_cpu(n, deadline, &mut timeline)?
         };
         cpu_too_slow |= cpu_ms.is_none();
+        let products = if gpu.is_some() {
+            products_per_sample(n)
+        } else {
+            0
+        };
         let (gpu_ms, gpu_with_copy_ms) = match gpu.as_deref_mut() {
             Some(gpu) => {
                 let (resident, with_copy) = time_gpu(gpu, n, deadline, &mut timeline)?;
@@ -178,6 +195,7 @@ fn sweep(
             flop: 2.0 * (n as f64).powi(3),
             cpu_ms,
             gpu_ms,
+            products,
             gpu_with_copy_ms,
         });
     }
@@ -246,9 +264,14 @@ fn time_gpu(
         Ok(clock.stop()?)
     })?;
     let mut clock = Recorded::new(&mut clock, timeline.origin);
+    let products = products_per_sample(n);
     let resident = repeat(&mut clock, REPS, deadline, || {
-        sgemm(&blas, n, &a, &b, &mut c)
-    })?;
+        for _ in 0..products {
+            sgemm(&blas, n, &a, &b, &mut c)?;
+        }
+        Ok::<(), ExperimentError>(())
+    })?
+    .per_run(products);
     let resident_runs = clock.take();
     let with_copy = repeat(&mut clock, REPS, deadline, || {
         stream.copy_to_device(&host_a, &mut a)?;
@@ -256,7 +279,7 @@ fn time_gpu(
         sgemm(&blas, n, &a, &b, &mut c)
     })?;
     if let Some(track) = timeline.gpu {
-        let name = format!("SGEMM {n}×{n}");
+        let name = format!("SGEMM {n}×{n} × {products}");
         timeline
             .trace
             .samples(track, &name, "kernel", &resident_runs);
@@ -333,7 +356,7 @@ impl Experiment for Matmul {
 
     fn method(_: &MatmulParams) -> String {
         format!(
-            "square FP32 products; CPU: SGEMM ({}; one thread below n = {}, C's rows split across every core from there, a threshold measured on this machine), host clock; GPU: cuBLAS gemm_ex (FP32) timed with CUDA events after ≥ {} ms of the same products to bring the GPU back to its working clock after the CPU's turn, with and without copying both inputs from pageable host memory first; {} warm-up, median of {} repetitions",
+            "square FP32 products; CPU: SGEMM ({}; one thread below n = {}, C's rows split across every core from there, a threshold measured on this machine), host clock; GPU: cuBLAS gemm_ex (FP32) timed with CUDA events after ≥ {} ms of the same products to bring the GPU back to its working clock after the CPU's turn; with the inputs resident, each sample is several back-to-back products between two events (64 at n = 16 down to 1 from n = 2048) divided by their count, so the time is the product's, not the launch call's; with both inputs copied from pageable host memory first, one copy-and-product per sample; {} warm-up, median of {} repetitions",
             cpu::kernel(),
             cpu::threading()
                 .from_size
@@ -450,8 +473,19 @@ mod tests {
             flop: 0.0,
             cpu_ms: s(cpu),
             gpu_ms: s(gpu),
+            products: 1,
             gpu_with_copy_ms: None,
         }
+    }
+
+    #[test]
+    fn small_products_are_timed_back_to_back_and_large_ones_alone() {
+        let counts: Vec<usize> = SIZES.iter().map(|&n| products_per_sample(n)).collect();
+        assert_eq!(counts, vec![64, 64, 64, 64, 64, 64, 16, 2, 1]);
+        // Milliseconds per sample of 16 products become milliseconds per product.
+        let per_sample = row(1024, 0.0, 1.04).gpu_ms.unwrap();
+        let each = per_sample.per_run(16);
+        assert!((each.median - 0.065).abs() < 1e-12 && each.samples == 1);
     }
 
     #[test]
@@ -483,7 +517,7 @@ mod tests {
         );
         for r in &result.rows {
             let ms = r.cpu_ms.unwrap();
-            assert!(ms.median > 0.0 && r.gpu_ms.is_none());
+            assert!(ms.median > 0.0 && r.gpu_ms.is_none() && r.products == 0);
         }
         let small = result.rows[0].cpu_ms.unwrap().median;
         let large = result.rows[3].cpu_ms.unwrap().median;

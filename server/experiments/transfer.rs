@@ -103,6 +103,35 @@ fn gigabytes(bytes: u64, copies: usize) -> f64 {
     bytes as f64 * copies as f64 / 1e9
 }
 
+/// A pageable host buffer whose bytes start on a page boundary. A plain `Vec<u8>` this
+/// large comes from `mmap` through malloc and starts 16 bytes into a page, so every
+/// 64-byte line of the driver's staging copy straddles two cache lines; PyTorch's CPU
+/// allocator aligns to 64 bytes (c10's `gAlignment`). Aligning ours to the page puts
+/// both sides on whole lines, so the comparison measures the copy, not the offset.
+struct PageAligned {
+    storage: Vec<u8>,
+    start: usize,
+    len: usize,
+}
+
+impl PageAligned {
+    const PAGE: usize = 4096;
+
+    fn filled(len: usize, value: u8) -> Self {
+        let storage = vec![value; len + Self::PAGE];
+        let start = storage.as_ptr().align_offset(Self::PAGE).min(Self::PAGE);
+        Self {
+            storage,
+            start,
+            len,
+        }
+    }
+
+    fn as_mut_slice(&mut self) -> &mut [u8] {
+        &mut self.storage[self.start..self.start + self.len]
+    }
+}
+
 fn host_buffer(bytes: u64) -> Result<usize, ExperimentError> {
     usize::try_from(bytes)
         .map_err(|_| ExperimentError::Failed("size too large for this machine".into()))
@@ -217,7 +246,8 @@ impl Experiment for Transfer {
         let mut pinned = gpu.pinned::<u8>(max)?;
         let pinned = pinned.as_mut_slice()?;
         pinned.fill(1);
-        let mut pageable = vec![1u8; max];
+        let mut pageable = PageAligned::filled(max, 1);
+        let pageable = pageable.as_mut_slice();
         let mut events = gpu.event_clock()?;
         let mut events = Recorded::new(&mut events, Instant::now());
         let mut trace = TraceBuilder::new(
@@ -362,6 +392,9 @@ fn round_trips(gpu: &mut Gpu, bytes: usize) -> Result<usize, ExperimentError> {
     let pinned = pinned.as_mut_slice()?;
     pinned.copy_from_slice(&pattern);
     stream.copy_to_device(pinned, &mut device)?;
+    // A copy from pinned memory is asynchronous: the host may not overwrite its source
+    // until the copy has run (run 1 on an H200 carried the zeros below instead).
+    stream.sync()?;
     pinned.fill(0);
     stream.copy_to_host(&device, pinned)?;
     stream.sync()?;
@@ -384,6 +417,17 @@ fn round_trips(gpu: &mut Gpu, bytes: usize) -> Result<usize, ExperimentError> {
 mod tests {
     use super::*;
     use std::time::Duration;
+
+    #[test]
+    fn the_pageable_buffer_starts_on_a_page() {
+        for len in [1, 4095, 1 << 20, (1 << 20) + 123] {
+            let mut buffer = PageAligned::filled(len, 7);
+            let bytes = buffer.as_mut_slice();
+            assert_eq!(bytes.len(), len);
+            assert_eq!(bytes.as_ptr() as usize % PageAligned::PAGE, 0);
+            assert!(bytes.iter().all(|&b| b == 7));
+        }
+    }
 
     #[test]
     fn sizes_run_from_one_kib_to_the_cap() {

@@ -228,7 +228,9 @@ pub struct PinnedBuffer<T> {
 }
 
 impl<T: Element> PinnedBuffer<T> {
-    /// The memory as a slice, once the GPU has finished with it.
+    /// The memory as a slice. This does not wait for copies queued from or into it
+    /// (GPU Lab turns cudarc's event tracking off): a copy from pinned memory runs
+    /// later, so sync its stream before the host writes a source or reads a result.
     pub fn as_mut_slice(&mut self) -> Result<&mut [T], GpuError> {
         self.inner.as_mut_slice().what("pinned buffer unavailable")
     }

@@ -219,6 +219,10 @@ step labs 90 bash -c labs
 step packed-binary 60 bash -c packed_binary
 step gpu-tests 240 bash -c gpu_tests
 step warm-probes 90 bash -c 'probes warm'
+# Last, so it cannot warm or disturb anything measured above: PyTorch's pageable copies
+# from buffers that differ in alignment, huge pages and first touch (why ours and
+# torch's pageable figures differ); exits 0 without a GPU. Optional in the verdict.
+step pageable-probe 60 "$PYTHON" "$HERE/probe_pageable.py"
 conclude
 echo
 cat "$OUT_DIR/summary.txt" 2>/dev/null

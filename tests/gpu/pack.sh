@@ -60,7 +60,7 @@ else
   echo "pack: no strip (binutils) here: the binaries keep their symbols" >&2
 fi
 cp tests/gpu/gpu-run.sh tests/gpu/verdict.py tests/gpu/env_capture.py tests/gpu/reference.py \
-  tests/gpu/ref_*.py tests/gpu/allocator_sequences.json tests/gpu/README.md tests/gpu/requirements.txt "$DEST/"
+  tests/gpu/ref_*.py tests/gpu/probe_*.py tests/gpu/allocator_sequences.json tests/gpu/README.md tests/gpu/requirements.txt "$DEST/"
 
 total=$(find "$DEST" -type f -printf '%s\n' | awk '{ s += $1 } END { print s + 0 }')
 {

@@ -3,7 +3,8 @@
 //! each batch in host memory (pageable, or copied into page-locked memory first) and
 //! copies it over the rows the step reads; `non_blocking` with pinned memory queues
 //! that copy on a side stream one step ahead (the prefetch), from two alternating
-//! page-locked buffers. The loss is read every `log_every` steps; the timer is the host
+//! page-locked buffers, each refilled only after its last copy ran; without
+//! `non_blocking` a copy from pinned memory waits for its stream, as PyTorch's does. The loss is read every `log_every` steps; the timer is the host
 //! clock around the loop, synchronised first only with `timer_sync`. Each optimiser
 //! step's host time in the loop (all its micro-batches) is kept for the trace.
 //!
@@ -57,8 +58,15 @@ pub fn run(
         }
         let buffer = pinned[s % 2].as_mut_slice()?;
         buffer.copy_from_slice(&x);
-        let on = if prefetch { &side } else { &main };
-        run.feed(on, s, buffer)
+        if prefetch {
+            return run.feed(&side, s, buffer);
+        }
+        // Without non_blocking the copy is a blocking one, as PyTorch's `.to(device)`
+        // is: it returns once the stream has run it. It must, besides: this buffer is
+        // refilled two steps on, and a copy from pinned memory still queued would then
+        // carry the later batch (a race no CPU run could show).
+        run.feed(&main, s, buffer)?;
+        Ok(main.sync()?)
     };
     let mut clock = RunClock::start(steps.max(1));
     let start = clock.started;
