@@ -192,6 +192,63 @@ fn gpu_and_cpu_training_runs_give_the_same_loss_curve() {
 }
 
 #[test]
+fn the_profiled_step_accounts_for_every_kernel_and_the_fused_ones_run_near_the_memory_ceiling() {
+    let Some(mut gpu) = gpu() else { return };
+    let mut step_ms = Vec::new();
+    for precision in [TrainPrecision::Fp32, TrainPrecision::Bf16] {
+        let params = TrainParams {
+            batch: 4096,
+            hidden: 4096,
+            steps: 20,
+            log_every: 10,
+            precision,
+            optimizer: Optim::Adam,
+        };
+        let r = train_gpu::run(&mut gpu, &params, &later()).unwrap();
+        let p = r.kernels.expect("a GPU run carries its kernel profile");
+        // FP32: 3 + 4 + 5 + 4 updates; BF16 adds the three casts.
+        let expected = if precision == TrainPrecision::Bf16 {
+            19
+        } else {
+            16
+        };
+        assert_eq!(
+            p.kernels.len(),
+            expected,
+            "{:?}",
+            p.kernels.iter().map(|k| &k.name).collect::<Vec<_>>()
+        );
+        assert!(p.memory_gbps > 100.0 && p.compute_tflops > 1.0, "{p:?}");
+        // The profiled step's kernels add up to about one timed step.
+        assert!(
+            p.step_ms > 0.5 * r.step_ms.median && p.step_ms < 2.0 * r.step_ms.median,
+            "profiled {} ms against steps of {} ms",
+            p.step_ms,
+            r.step_ms.median
+        );
+        for name in [
+            "bias_relu a1 = relu(z1 + b1)",
+            "relu_backward_partials dz1, Σ chunks",
+        ] {
+            let k = p.kernels.iter().find(|k| k.name == name).unwrap();
+            assert!(
+                k.bound == "memory" && k.of_ceiling > 0.3,
+                "{name} ran at {:.0}% of the memory ceiling: {k:?}",
+                100.0 * k.of_ceiling
+            );
+        }
+        step_ms.push(r.step_ms.median);
+    }
+    // BF16 activations halve the bytes of a step that is bound by them.
+    assert!(
+        step_ms[1] < step_ms[0],
+        "BF16 {} ms, FP32 {} ms",
+        step_ms[1],
+        step_ms[0]
+    );
+}
+
+#[test]
 fn gpu_precision_shoot_out_is_fast_at_low_precision_and_accurate_at_fp32() {
     let Some(mut gpu) = gpu() else { return };
     let r = Precision::run_gpu(&mut gpu, &PrecisionParams { size: 4096 }, &later()).unwrap();

@@ -38,6 +38,9 @@ echo "== cargo clippy"
 cargo clippy --locked --all-targets -- -D warnings
 echo "== cargo test"
 cargo test --locked --all-targets -- --skip abuse::
+# Doc tests (not in --all-targets): gpu::copies proves run 1's copy order on an H200
+# does not compile (compile_fail, E0502) and the right one does.
+cargo test --locked --doc
 # The abuse probes measure latency while they attack: one at a time, with nothing else
 # running (ABUSE_FULL=1 for the probe's full size).
 echo "== abuse probes (tests/abuse, one at a time)"

@@ -244,7 +244,7 @@ fn gpu_copy(
     Ok(rate(key, label, "GB/s", n as f64 / 1e9, ms, peak, how))
 }
 
-fn gpu_d2d(gpu: &mut Gpu, deadline: &Deadline) -> Result<Ceiling, ExperimentError> {
+pub(crate) fn gpu_d2d(gpu: &mut Gpu, deadline: &Deadline) -> Result<Ceiling, ExperimentError> {
     let n = GPU_COPY_BYTES;
     let stream = gpu.stream().clone();
     let src = stream.zeros::<u8>(n)?;
@@ -269,7 +269,7 @@ fn gpu_d2d(gpu: &mut Gpu, deadline: &Deadline) -> Result<Ceiling, ExperimentErro
     ))
 }
 
-fn gpu_gemm(
+pub(crate) fn gpu_gemm(
     gpu: &mut Gpu,
     format: Format,
     deadline: &Deadline,

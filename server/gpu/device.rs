@@ -228,6 +228,12 @@ pub struct PinnedBuffer<T> {
 }
 
 impl<T: Element> PinnedBuffer<T> {
+    /// The memory, to read. Like [`Self::as_mut_slice`] this does not wait for copies
+    /// queued into it.
+    pub fn as_slice(&self) -> Result<&[T], GpuError> {
+        self.inner.as_slice().what("pinned buffer unavailable")
+    }
+
     /// The memory as a slice. This does not wait for copies queued from or into it
     /// (GPU Lab turns cudarc's event tracking off): a copy from pinned memory runs
     /// later, so sync its stream before the host writes a source or reads a result.

@@ -43,6 +43,10 @@ pub const FILES: &[KernelFile] = &[
         functions: &[
             "fill_f32",
             "add_bias_f32",
+            "bias_relu_f32",
+            "bias_relu_bf16",
+            "relu_backward_partials_f32",
+            "relu_backward_partials_bf16",
             "relu_f32",
             "relu_bf16",
             "relu_backward_f32",
@@ -58,7 +62,11 @@ pub const FILES: &[KernelFile] = &[
     KernelFile {
         name: "reduce.cu",
         source: include_str!("../../kernels/reduce.cu"),
-        functions: &["column_sums_f32", "scaled_sum_f32"],
+        functions: &[
+            "column_partial_sums_f32",
+            "column_sums_f32",
+            "scaled_sum_f32",
+        ],
     },
     KernelFile {
         name: "optim.cu",

@@ -17,8 +17,10 @@ use super::kernels::{self, FILES};
 use super::nvrtc::{Binary, Target};
 use super::stream::{DeviceBuffer, Stream};
 
+mod columns;
 mod shape;
-pub use shape::LaunchShape;
+pub use columns::Activation;
+pub use shape::{COLUMN_CHUNK_ROWS, LaunchShape, column_chunks, fills_the_gpu};
 
 /// Every kernel function, compiled and loaded.
 pub struct Kernels {
@@ -33,6 +35,11 @@ pub struct Kernels {
     scaled_sum: CudaFunction,
     sgd: CudaFunction,
     adam: CudaFunction,
+    bias_relu: CudaFunction,
+    bias_relu_bf16: CudaFunction,
+    column_partials: CudaFunction,
+    relu_backward_partials: CudaFunction,
+    relu_backward_partials_bf16: CudaFunction,
 }
 
 /// Adam's hyper-parameters and bias corrections for one step.
@@ -52,7 +59,11 @@ pub struct AdamStep {
     pub c2: f32,
 }
 
-fn need<T>(buffer: &DeviceBuffer<T>, elements: usize, name: &str) -> Result<(), GpuError> {
+pub(super) fn need<T>(
+    buffer: &DeviceBuffer<T>,
+    elements: usize,
+    name: &str,
+) -> Result<(), GpuError> {
     if buffer.len() >= elements {
         Ok(())
     } else {
@@ -102,6 +113,11 @@ impl Kernels {
             scaled_sum: function("scaled_sum_f32")?,
             sgd: function("sgd_f32")?,
             adam: function("adam_f32")?,
+            bias_relu: function("bias_relu_f32")?,
+            bias_relu_bf16: function("bias_relu_bf16")?,
+            column_partials: function("column_partial_sums_f32")?,
+            relu_backward_partials: function("relu_backward_partials_f32")?,
+            relu_backward_partials_bf16: function("relu_backward_partials_bf16")?,
         })
     }
 

@@ -6,6 +6,9 @@
 //!   [`search_path`]: the folders (toolkit, every Python environment) it looks in.
 //! - [`device`]: [`Gpu`], the handle (context, main stream, card, kernels, cuBLAS), and
 //!   [`Stream`] with its buffers and copies.
+//! - [`copies`]: host↔device byte copies in stream order behind one trait, each copy
+//!   to or from pinned memory holding its host buffer until waited for; [`standin`]:
+//!   the same queue on the CPU, running copies as late as a driver may (CI's GPU).
 //! - [`kernels`]: the `.cu` files in `kernels/`, embedded and compiled by NVRTC;
 //!   [`launch`]: one typed, size-checked launcher per kernel.
 //! - [`blas`]: every GEMM in every dtype through one `cublasGemmEx` wrapper, with the
@@ -26,6 +29,7 @@
 
 pub mod blas;
 pub mod card;
+pub mod copies;
 pub mod cublas;
 pub mod device;
 pub mod doctor;
@@ -38,16 +42,17 @@ pub mod memory;
 pub mod nvml;
 pub mod nvrtc;
 pub mod search_path;
+pub mod standin;
 pub mod stream;
 pub mod timer;
 pub mod visible;
 
-pub use blas::{Blas, Compute, Operand, Output};
+pub use blas::{Blas, BlasScalar, Compute, Operand, Output};
 pub use card::DeviceCard;
 pub use device::{Gpu, PinnedBuffer};
 pub use error::GpuError;
 pub use graph::Graph;
-pub use launch::{AdamStep, Kernels};
+pub use launch::{Activation, AdamStep, COLUMN_CHUNK_ROWS, Kernels, column_chunks, fills_the_gpu};
 pub use memory::{DeviceBlock, DeviceMemory};
 pub use nvml::GpuProcess;
 pub use stream::{DeviceBuffer, Element, Stream};

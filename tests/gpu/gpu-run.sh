@@ -223,6 +223,9 @@ step warm-probes 90 bash -c 'probes warm'
 # from buffers that differ in alignment, huge pages and first touch (why ours and
 # torch's pageable figures differ); exits 0 without a GPU. Optional in the verdict.
 step pageable-probe 60 "$PYTHON" "$HERE/probe_pageable.py"
+# Our training step at the labs' GPU sizes, kernel by kernel against this GPU's
+# ceilings (optional in the verdict; exits 0 without a GPU).
+step training-probe 90 "$PYTHON" "$HERE/probe_training.py"
 conclude
 echo
 cat "$OUT_DIR/summary.txt" 2>/dev/null

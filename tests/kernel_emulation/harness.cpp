@@ -204,6 +204,11 @@ const std::map<std::string, void (*)(const Request&)> kernels = {
     KERNEL(sgd_f32),
     KERNEL(adam_f32),
     KERNEL(column_sums_f32),
+    KERNEL(column_partial_sums_f32),
+    KERNEL(bias_relu_f32),
+    KERNEL(bias_relu_bf16),
+    KERNEL(relu_backward_partials_f32),
+    KERNEL(relu_backward_partials_bf16),
     KERNEL(scaled_sum_f32),
     KERNEL(emulation_f16_round_trip),
 };

@@ -9,7 +9,8 @@
 //!
 //! - [`emulator`]: builds the harness once and launches kernels on it;
 //! - [`inputs`]: sizes, launches and data; [`compare`]: ULP comparisons;
-//! - [`elementwise`], [`training`], [`busy`]: the kernels, by file.
+//! - [`elementwise`], [`training`], [`busy`]: the kernels, by file; [`fused`]: the
+//!   training step's fused and two-stage kernels.
 //!
 //! Needs a C++17 compiler (`c++`, or `CXX`): Debian's build-essential.
 
@@ -17,6 +18,7 @@ mod busy;
 mod compare;
 mod elementwise;
 mod emulator;
+mod fused;
 mod inputs;
 mod training;
 

@@ -114,7 +114,8 @@ pub fn gpu_checks(gpu: &mut Gpu) -> Vec<Check> {
     checks
 }
 
-/// The CPU backend's quick checks: its GEMM against the FP64 product.
+/// The CPU backend's quick checks: its GEMM against the FP64 product, and the GPU's
+/// copy round trip on the asynchronous stand-in (`gpu::standin`).
 pub fn cpu_checks() -> Vec<Check> {
     let (m, k, n) = gemm::SHAPE;
     let a = random_matrix(m * k, 1);
@@ -124,11 +125,18 @@ pub fn cpu_checks() -> Vec<Check> {
     let reference = product(&to_f64(&a), &to_f64(&b), m, k, n, false);
     let error = max_relative_error(&to_f64(&c), &reference);
     let limit = tolerance(Format::Fp32, k);
-    let mut checks = vec![Check::expect(
-        "first contact: CPU SGEMM vs FP64",
-        error <= limit,
-        format!("max relative error {error:.1e} (≤ {limit:.1e})"),
-    )];
+    let mut checks = vec![
+        Check::expect(
+            "first contact: CPU SGEMM vs FP64",
+            error <= limit,
+            format!("max relative error {error:.1e} (≤ {limit:.1e})"),
+        ),
+        // The GPU's round trip, on the CPU's asynchronous stand-in: the same code, with
+        // every copy as late as a driver may run it.
+        transfer::round_trips_arrive_on_the_stand_in(
+            "first contact: pinned and pageable copies host→device→host on the asynchronous stand-in, byte for byte",
+        ),
+    ];
     checks.extend(injected());
     checks
 }

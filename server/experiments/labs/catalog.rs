@@ -79,6 +79,9 @@ pub struct Lab {
     pub timer_within: Option<f64>,
     /// Timed steps per run.
     pub steps: usize,
+    /// Batch and width on a GPU, where they differ from the CPU's: sized so the GPU's
+    /// own work per step is what the lab's knob changes (see each lab's reasons).
+    pub gpu_size: Option<(usize, usize)>,
 }
 
 /// The lab called `id`.
@@ -96,6 +99,7 @@ pub fn lab(id: LabId) -> Lab {
         loss_within: None,
         timer_within: None,
         steps: 60,
+        gpu_size: None,
     };
     match id {
         LabId::FeedTheGpu => Lab {
@@ -133,6 +137,14 @@ pub fn lab(id: LabId) -> Lab {
             },
             speedup: Some(1.25),
             timer_within: Some(0.10),
+            // A loss read every step costs what the host does between the read and the
+            // next step reaching the GPU — gathering and copying the batch, launching —
+            // while the GPU idles: per step (host + GPU) against max(host, GPU) without
+            // it. That pays most when the GPU's step is about as long as the host's. At
+            // batch 64 and width 256 an H200's step is a few tens of µs against ~130 µs
+            // of host work (1.07× on 2026-11-28); at 4,096 × 2,048 its step (about 0.34
+            // GB of memory traffic in FP32) is of the host's order.
+            gpu_size: Some((4096, 2048)),
             ..none
         },
         LabId::FitTheBudget => {
@@ -183,6 +195,14 @@ pub fn lab(id: LabId) -> Lab {
                 speedup: Some(1.5),
                 loss_within: Some(0.02),
                 steps: 12,
+                // With 32 inputs and 3 classes every product is thin: the step is bound
+                // by the bytes it moves through the hidden layer (about 40 per element
+                // in FP32), not by arithmetic, so BF16 pays by halving those bytes, and
+                // only where they are the time. At 256 × 1,024 an H200's step is its
+                // ~20 launches (BF16 0.86× on 2026-11-28, with FP32 activations then);
+                // at batch 4,096 (the whole data set) and width 8,192 it moves 1.3 GB
+                // in FP32, ~0.3 ms at 4.25 TB/s.
+                gpu_size: Some((4096, 8192)),
                 ..none
             }
         }
@@ -212,6 +232,28 @@ pub fn lab(id: LabId) -> Lab {
 }
 
 impl Lab {
+    /// The lab as run on a GPU: its baseline and reference at [`Lab::gpu_size`], when
+    /// it has one.
+    pub fn on_gpu(&self) -> Lab {
+        Lab {
+            baseline: self.sized_for_gpu(self.baseline),
+            reference: self.sized_for_gpu(self.reference),
+            ..*self
+        }
+    }
+
+    /// `k` at the lab's GPU batch and width, when it has them (a learner's batch knob,
+    /// where the lab offers one, is kept).
+    pub fn sized_for_gpu(&self, mut k: Knobs) -> Knobs {
+        if let Some((batch, hidden)) = self.gpu_size {
+            if !self.has(Knob::Batch) {
+                k.batch = batch;
+            }
+            k.hidden = hidden;
+        }
+        k
+    }
+
     /// The lab's knobs as set in `k`, in words: "batch size 256, the data set kept on
     /// the device, pinned host memory" (switches that are off are left out).
     pub fn setting_text(&self, k: &Knobs) -> String {

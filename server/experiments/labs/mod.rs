@@ -173,12 +173,18 @@ impl Experiment for Labs {
 
     fn method(p: &LabParams) -> String {
         let l = lab(p.lab);
+        let size = match l.gpu_size {
+            Some((b, h)) => format!(
+                "H = {h} and batch {b} on a GPU, H = {} and batch {} on the CPU",
+                l.baseline.hidden, l.baseline.batch
+            ),
+            None => format!("H = {}", l.baseline.hidden),
+        };
         format!(
-            "{}: baseline, your settings and the lab's reference, each {} training steps of Linear(32, {h}) → ReLU → Linear({h}, 3) per run, one warm-up run of each then {ROUNDS} rounds interleaved (A B R …), a run shorter than {} ms repeated back to back to make one sample of at least that; samples/s = tickets ÷ wall time from the first enqueue to the last step's end; graded on each round's ratio of your sample to the baseline's (the ratios' first quartile must reach the target; their third quartile below it is a miss; between is inconclusive); speed targets are the lab's nominal factor or, where this backend's reference reaches less, three quarters of the way to the reference's gain",
+            "{}: baseline, your settings and the lab's reference, each {} training steps of Linear(32, H) → ReLU → Linear(H, 3) per run ({size}), one warm-up run of each then {ROUNDS} rounds interleaved (A B R …), a run shorter than {} ms repeated back to back to make one sample of at least that; samples/s = tickets ÷ wall time from the first enqueue to the last step's end; graded on each round's ratio of your sample to the baseline's (the ratios' first quartile must reach the target; their third quartile below it is a miss; between is inconclusive); speed targets are the lab's nominal factor or, where this backend's reference reaches less, three quarters of the way to the reference's gain",
             l.title,
             l.steps,
             MIN_SAMPLE.as_millis(),
-            h = l.baseline.hidden,
         )
     }
 
@@ -187,9 +193,9 @@ impl Experiment for Labs {
         p: &LabParams,
         deadline: &Deadline,
     ) -> Result<LabResult, ExperimentError> {
-        let l = lab(p.lab);
+        let l = lab(p.lab).on_gpu();
         let data = Tickets::generate();
-        let candidate = p.candidate();
+        let candidate = l.sized_for_gpu(p.candidate());
         let (runs, trace) = measure(&l, (&candidate, &l.reference), true, |k| {
             gpu::run(g, k, l.steps, &data, deadline)
         })?;

@@ -4,10 +4,12 @@
 //! cross-entropy, bias gradients, the batch-mean loss and the SGD/Adam updates are our
 //! kernels from `kernels/`, through their typed launchers.
 //!
-//! Mixed precision (`bf16`) keeps FP32 master weights: each step casts the weights and
-//! activations to BF16 for the forward GEMMs (tensor cores, FP32 accumulation) and runs
-//! the backward GEMMs in FP32 on the BF16-rounded values, which is exactly what the CPU
-//! reference computes. The loss stays on the device until the loop reads it.
+//! Mixed precision (`bf16`) keeps FP32 master weights and casts them to BF16 each step;
+//! the hidden layer's activations and their gradients are stored in BF16, every GEMM
+//! takes BF16 operands with FP32 accumulation, and the weight gradients come out in
+//! FP32 ([`super::pass`], which the CPU reference mirrors rounding for rounding). The
+//! loss stays on the device until the loop reads it. [`run`] ends with one more step
+//! profiled kernel by kernel against this GPU's ceilings ([`super::profile`]).
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -16,9 +18,12 @@ use half::bf16;
 
 use super::model::{CLASSES, DATASET, FEATURES, LOGGING_PROBE_STEPS, Mlp, Tickets, accuracy};
 use super::ops::adam_step;
+use super::pass::{self, Hidden, Inputs, Queue};
+use super::profile::{self, KernelMarks, KernelProfile, StepShape};
 use super::{LossPoint, Optim, TrainParams, TrainPrecision, TrainResult};
 use crate::experiments::ExperimentError;
-use crate::gpu::{Blas, Compute, DeviceBuffer, Gpu, Kernels, Operand, Output, Stream};
+use crate::experiments::precision::Format;
+use crate::gpu::{Blas, DeviceBuffer, Gpu, Kernels, Stream, column_chunks};
 use crate::measure::{Deadline, summarize};
 
 /// Everything one run keeps on the device (the tuning labs drive it step by step too).
@@ -26,35 +31,48 @@ pub(crate) struct DeviceRun {
     pub(crate) stream: Stream,
     blas: Arc<Blas>,
     k: Arc<Kernels>,
-    bf16: bool,
     adam: bool,
     lr: f32,
     t: i32,
     batch: usize,
     hidden: usize,
-    /// Tickets twice over, so any batch window is contiguous: FP32, BF16-rounded FP32, BF16.
+    /// Tickets twice over, so any batch window is contiguous (FP32).
     x: DeviceBuffer<f32>,
-    x_round: DeviceBuffer<f32>,
-    x_bf16: DeviceBuffer<bf16>,
     labels: DeviceBuffer<i32>,
     /// W1, b1, W2, b2 (FP32 master weights), their gradients, and Adam's (m, v).
     params: [DeviceBuffer<f32>; 4],
     grads: [DeviceBuffer<f32>; 4],
     moments: [(DeviceBuffer<f32>, DeviceBuffer<f32>); 4],
-    w1_bf16: DeviceBuffer<bf16>,
-    w2_bf16: DeviceBuffer<bf16>,
-    w2_round: DeviceBuffer<f32>,
-    z1: DeviceBuffer<f32>,
-    a1: DeviceBuffer<f32>,
-    a1_bf16: DeviceBuffer<bf16>,
+    /// The hidden layer in the run's precision.
+    layer: Layer,
     z2: DeviceBuffer<f32>,
     dz2: DeviceBuffer<f32>,
-    da1: DeviceBuffer<f32>,
-    dz1: DeviceBuffer<f32>,
+    /// Stage 1 of a bias gradient: one partial sum per chunk of rows and column.
+    partials: DeviceBuffer<f32>,
     losses: DeviceBuffer<f32>,
     loss: DeviceBuffer<f32>,
     /// The running sums of a step's micro-batches, once a lab asks for accumulation.
     accumulated: Option<Accumulated>,
+    /// Set for the one profiled step: an event after every launch.
+    marks: Option<KernelMarks>,
+}
+
+/// The hidden layer and what its precision needs besides (one per run: the BF16
+/// variant's size does not matter, and boxing it would only add a pointer hop).
+#[allow(clippy::large_enum_variant)]
+enum Layer {
+    F32(Hidden<f32>),
+    Bf16(Bf16Layer),
+}
+
+/// BF16 activations, with BF16 copies of the tickets, of W1 and W2 (cast each step)
+/// and of the logits' gradient.
+struct Bf16Layer {
+    hidden: Hidden<bf16>,
+    x: DeviceBuffer<bf16>,
+    w1: DeviceBuffer<bf16>,
+    w2: DeviceBuffer<bf16>,
+    dz2: DeviceBuffer<bf16>,
 }
 
 /// A step's gradients and loss summed over its micro-batches (each already divided by
@@ -80,16 +98,24 @@ impl DeviceRun {
         let s = gpu.stream().clone();
         let (b, h) = (params.batch, params.hidden);
         let twice = |v: &[f32]| [v, v].concat();
-        let rounded: Vec<f32> = data.x.iter().map(|v| bf16::from_f32(*v).to_f32()).collect();
-        let as_bf16: Vec<bf16> = twice(&data.x).iter().map(|v| bf16::from_f32(*v)).collect();
         let labels: Vec<i32> = data.y.iter().chain(&data.y).map(|&c| c as i32).collect();
         let model = Mlp::init(h);
         let sizes = [FEATURES * h, h, h * CLASSES, CLASSES];
         let zeros = |n: usize| s.zeros::<f32>(n);
+        let layer = if params.precision == TrainPrecision::Bf16 {
+            let as_bf16: Vec<bf16> = twice(&data.x).iter().map(|v| bf16::from_f32(*v)).collect();
+            Layer::Bf16(Bf16Layer {
+                hidden: Hidden::zeros(&s, b, h)?,
+                x: s.upload(&as_bf16)?,
+                w1: s.zeros(sizes[0])?,
+                w2: s.zeros(sizes[2])?,
+                dz2: s.zeros(b * CLASSES)?,
+            })
+        } else {
+            Layer::F32(Hidden::zeros(&s, b, h)?)
+        };
         Ok(Self {
             x: s.upload(&twice(&data.x))?,
-            x_round: s.upload(&twice(&rounded))?,
-            x_bf16: s.upload(&as_bf16)?,
             labels: s.upload(&labels)?,
             params: [
                 s.upload(&model.w1)?,
@@ -109,23 +135,17 @@ impl DeviceRun {
                 (zeros(sizes[2])?, zeros(sizes[2])?),
                 (zeros(sizes[3])?, zeros(sizes[3])?),
             ],
-            w1_bf16: s.zeros(sizes[0])?,
-            w2_bf16: s.zeros(sizes[2])?,
-            w2_round: zeros(sizes[2])?,
-            z1: zeros(b * h)?,
-            a1: zeros(b * h)?,
-            a1_bf16: s.zeros(b * h)?,
+            layer,
             z2: zeros(b * CLASSES)?,
             dz2: zeros(b * CLASSES)?,
-            da1: zeros(b * h)?,
-            dz1: zeros(b * h)?,
+            partials: zeros(column_chunks(b) * h.max(CLASSES))?,
             losses: zeros(b)?,
             loss: zeros(1)?,
             accumulated: None,
+            marks: None,
             stream: s,
             blas,
             k,
-            bf16: params.precision == TrainPrecision::Bf16,
             adam: params.optimizer == Optim::Adam,
             lr: params.lr(),
             t: 0,
@@ -197,7 +217,7 @@ impl DeviceRun {
     }
 
     /// Queues the forward and backward pass of batch `step`: the loss and every
-    /// gradient, without touching the weights.
+    /// gradient, without touching the weights ([`super::pass`] for the hidden layer).
     fn forward_backward(&mut self, step: usize) -> Result<(), ExperimentError> {
         let (b, h) = (self.batch, self.hidden);
         let (s, k, blas) = (
@@ -206,85 +226,84 @@ impl DeviceRun {
             Arc::clone(&self.blas),
         );
         let first = (step * b) % DATASET;
-        let rows = 2 * DATASET;
-        // Forward: z1 = x·W1 + b1, a1 = relu(z1), z2 = a1·W2 (BF16 operands when mixed).
-        if self.bf16 {
-            k.to_bf16(&s, &self.params[0], &mut self.w1_bf16, FEATURES * h)?;
-            k.to_bf16(&s, &self.params[2], &mut self.w2_bf16, h * CLASSES)?;
-            k.round_bf16(&s, &self.params[2], &mut self.w2_round, h * CLASSES)?;
-            blas.gemm(
-                Operand::new(&self.x_bf16, rows, FEATURES).window(first, b),
-                Operand::new(&self.w1_bf16, FEATURES, h),
-                Output::new(&mut self.z1, b, h),
-                Compute::F32,
-            )?;
-        } else {
-            blas.gemm(
-                Operand::new(&self.x, rows, FEATURES).window(first, b),
-                Operand::new(&self.params[0], FEATURES, h),
-                Output::new(&mut self.z1, b, h),
-                Compute::F32,
-            )?;
-        }
-        k.add_bias(&s, &mut self.z1, &self.params[1], b, h)?;
-        k.relu(&s, &self.z1, &mut self.a1, b * h)?;
-        if self.bf16 {
-            k.round_bf16_in_place(&s, &mut self.a1, b * h)?;
-            k.to_bf16(&s, &self.a1, &mut self.a1_bf16, b * h)?;
-            blas.gemm(
-                Operand::new(&self.a1_bf16, b, h),
-                Operand::new(&self.w2_bf16, h, CLASSES),
-                Output::new(&mut self.z2, b, CLASSES),
-                Compute::F32,
-            )?;
-        } else {
-            blas.gemm(
-                Operand::new(&self.a1, b, h),
-                Operand::new(&self.params[2], h, CLASSES),
-                Output::new(&mut self.z2, b, CLASSES),
-                Compute::F32,
-            )?;
-        }
-        k.softmax_xent(
-            &s,
-            &self.z2,
-            &self.params[3],
-            &self.labels,
+        let mut q = Queue {
+            s: &s,
+            k: &k,
+            blas: &blas,
             first,
-            &mut self.losses,
-            &mut self.dz2,
             b,
-            CLASSES,
-        )?;
-        k.scaled_sum(&s, &self.losses, &mut self.loss, b, 1.0 / b as f32)?;
-        // Backward, in FP32 (on BF16-rounded values under mixed precision).
-        let x_bwd = if self.bf16 { &self.x_round } else { &self.x };
-        let w2_bwd = if self.bf16 {
-            &self.w2_round
-        } else {
-            &self.params[2]
+            h,
+            marks: &mut self.marks,
         };
-        blas.gemm(
-            Operand::new(&self.a1, b, h).t(),
-            Operand::new(&self.dz2, b, CLASSES),
-            Output::new(&mut self.grads[2], h, CLASSES),
-            Compute::F32,
-        )?;
-        k.column_sums(&s, &self.dz2, &mut self.grads[3], b, CLASSES)?;
-        blas.gemm(
-            Operand::new(&self.dz2, b, CLASSES),
-            Operand::new(w2_bwd, h, CLASSES).t(),
-            Output::new(&mut self.da1, b, h),
-            Compute::F32,
-        )?;
-        k.relu_backward(&s, &self.z1, &self.da1, &mut self.dz1, b * h)?;
-        blas.gemm(
-            Operand::new(x_bwd, rows, FEATURES).window(first, b).t(),
-            Operand::new(&self.dz1, b, h),
-            Output::new(&mut self.grads[0], FEATURES, h),
-            Compute::F32,
-        )?;
-        k.column_sums(&s, &self.dz1, &mut self.grads[1], b, h)?;
+        let [w1, b1, w2, b2] = &self.params;
+        let [dw1, db1, dw2, db2] = &mut self.grads;
+        match &mut self.layer {
+            Layer::F32(hidden) => {
+                let input = Inputs {
+                    x: &self.x,
+                    w1,
+                    w2,
+                    b1,
+                };
+                pass::forward(&mut q, &input, hidden, &mut self.z2)?;
+                loss_and_logit_grads(
+                    &mut q,
+                    &self.z2,
+                    b2,
+                    &self.labels,
+                    (&mut self.losses, &mut self.loss),
+                    &mut self.dz2,
+                    (db2, &mut self.partials),
+                )?;
+                pass::backward(
+                    &mut q,
+                    &input,
+                    hidden,
+                    &self.dz2,
+                    [dw1, db1, dw2],
+                    &mut self.partials,
+                )?;
+            }
+            Layer::Bf16(low) => {
+                let Bf16Layer {
+                    hidden,
+                    x,
+                    w1: w1_bf16,
+                    w2: w2_bf16,
+                    dz2: dz2_bf16,
+                } = low;
+                k.to_bf16(&s, w1, w1_bf16, FEATURES * h)?;
+                q.mark("to_bf16 W1")?;
+                k.to_bf16(&s, w2, w2_bf16, h * CLASSES)?;
+                q.mark("to_bf16 W2")?;
+                let input = Inputs {
+                    x,
+                    w1: w1_bf16,
+                    w2: w2_bf16,
+                    b1,
+                };
+                pass::forward(&mut q, &input, hidden, &mut self.z2)?;
+                loss_and_logit_grads(
+                    &mut q,
+                    &self.z2,
+                    b2,
+                    &self.labels,
+                    (&mut self.losses, &mut self.loss),
+                    &mut self.dz2,
+                    (db2, &mut self.partials),
+                )?;
+                k.to_bf16(&s, &self.dz2, dz2_bf16, b * CLASSES)?;
+                q.mark("to_bf16 dz2")?;
+                pass::backward(
+                    &mut q,
+                    &input,
+                    hidden,
+                    dz2_bf16,
+                    [dw1, db1, dw2],
+                    &mut self.partials,
+                )?;
+            }
+        }
         Ok(())
     }
 
@@ -292,16 +311,21 @@ impl DeviceRun {
         let (s, k) = (self.stream.clone(), Arc::clone(&self.k));
         self.t += 1;
         let step = adam_step(self.lr, self.t);
-        for ((param, grad), (m, v)) in self
+        let names = ["update W1", "update b1", "update W2", "update b2"];
+        for (((param, grad), (m, v)), name) in self
             .params
             .iter_mut()
             .zip(&self.grads)
             .zip(&mut self.moments)
+            .zip(names)
         {
             if self.adam {
                 k.adam(&s, param, grad, (m, v), step)?;
             } else {
                 k.sgd(&s, param, grad, self.lr)?;
+            }
+            if let Some(marks) = self.marks.as_mut() {
+                marks.after(&s, name)?;
             }
         }
         Ok(())
@@ -323,30 +347,63 @@ impl DeviceRun {
     ) -> Result<(), ExperimentError> {
         let at = ((step * self.batch) % DATASET) * FEATURES;
         on.copy_to_device_at(x, &mut self.x, at)?;
-        if self.bf16 {
-            let rounded: Vec<f32> = x.iter().map(|v| bf16::from_f32(*v).to_f32()).collect();
-            let halves: Vec<bf16> = x.iter().map(|v| bf16::from_f32(*v)).collect();
-            on.copy_to_device_at(&rounded, &mut self.x_round, at)?;
-            on.copy_to_device_at(&halves, &mut self.x_bf16, at)?;
+        if let Layer::Bf16(low) = &mut self.layer {
+            let halves = &mut low.x;
+            // A temporary host buffer: pageable, so the driver has copied it out of
+            // this buffer before the call returns.
+            let cast: Vec<bf16> = x.iter().map(|v| bf16::from_f32(*v)).collect();
+            on.copy_to_device_at(&cast, halves, at)?;
         }
         Ok(())
     }
 
-    /// Recomputes layer 1 (z1 = x·W1 + b1, a1 = relu(z1)) for step `step`, as
-    /// activation checkpointing does in the backward pass (FP32 operands).
+    /// Recomputes layer 1 (a1 = relu(x·W1 + b1)) for step `step`, as activation
+    /// checkpointing does in the backward pass, in the run's precision.
     pub(crate) fn recompute_hidden(&mut self, step: usize) -> Result<(), ExperimentError> {
         let (b, h) = (self.batch, self.hidden);
-        let first = (step * b) % DATASET;
-        self.blas.gemm(
-            Operand::new(&self.x, 2 * DATASET, FEATURES).window(first, b),
-            Operand::new(&self.params[0], FEATURES, h),
-            Output::new(&mut self.z1, b, h),
-            Compute::F32,
-        )?;
-        self.k
-            .add_bias(&self.stream, &mut self.z1, &self.params[1], b, h)?;
-        self.k.relu(&self.stream, &self.z1, &mut self.a1, b * h)?;
-        Ok(())
+        let (s, k, blas) = (
+            self.stream.clone(),
+            Arc::clone(&self.k),
+            Arc::clone(&self.blas),
+        );
+        let mut q = Queue {
+            s: &s,
+            k: &k,
+            blas: &blas,
+            first: (step * b) % DATASET,
+            b,
+            h,
+            marks: &mut self.marks,
+        };
+        let [w1, b1, w2, _] = &self.params;
+        match &mut self.layer {
+            Layer::F32(hidden) => {
+                let input = Inputs {
+                    x: &self.x,
+                    w1,
+                    w2,
+                    b1,
+                };
+                pass::hidden_layer(&mut q, &input, hidden)
+            }
+            Layer::Bf16(low) => {
+                let Bf16Layer {
+                    hidden,
+                    x,
+                    w1: w1_bf16,
+                    w2: w2_bf16,
+                    ..
+                } = low;
+                k.to_bf16(&s, w1, w1_bf16, FEATURES * h)?;
+                let input = Inputs {
+                    x,
+                    w1: w1_bf16,
+                    w2: w2_bf16,
+                    b1,
+                };
+                pass::hidden_layer(&mut q, &input, hidden)
+            }
+        }
     }
 
     fn model(&self) -> Result<Mlp, ExperimentError> {
@@ -359,6 +416,29 @@ impl DeviceRun {
             hidden: self.hidden,
         })
     }
+}
+
+/// The loss and the logits' gradient: the fused softmax cross-entropy (each row's loss
+/// and dz2), the batch-mean loss, and b2's gradient in two stages.
+fn loss_and_logit_grads(
+    q: &mut Queue<'_>,
+    z2: &DeviceBuffer<f32>,
+    b2: &DeviceBuffer<f32>,
+    labels: &DeviceBuffer<i32>,
+    (losses, loss): (&mut DeviceBuffer<f32>, &mut DeviceBuffer<f32>),
+    dz2: &mut DeviceBuffer<f32>,
+    (db2, partials): (&mut DeviceBuffer<f32>, &mut DeviceBuffer<f32>),
+) -> Result<(), ExperimentError> {
+    let b = q.b;
+    q.k.softmax_xent(q.s, z2, b2, labels, q.first, losses, dz2, b, CLASSES)?;
+    q.mark("softmax_xent loss, dz2")?;
+    q.k.scaled_sum(q.s, losses, loss, b, 1.0 / b as f32)?;
+    q.mark("scaled_sum mean loss")?;
+    q.k.column_partials(q.s, dz2, partials, b, CLASSES)?;
+    q.mark("column_partials db2")?;
+    q.k.sum_partials(q.s, partials, db2, b, CLASSES)?;
+    q.mark("column_sums db2 = Σ partials")?;
+    Ok(())
 }
 
 /// Milliseconds per step with the loss read every `read_every` steps: a fresh model,
@@ -422,21 +502,58 @@ pub fn run(
     timeline.stream_steps(&marks.offsets_ms()?);
     let step_ms = summarize(&marks.intervals_ms()?)
         .ok_or_else(|| ExperimentError::Failed("the run took no steps".into()))?;
+    let accuracy = accuracy(&run.model()?, &data);
+    drop(run);
     let probe = params.steps.min(LOGGING_PROBE_STEPS);
     let sparse = params.log_every.min(probe).max(1);
     let (read_every_step_ms, read_every_n_ms) =
         super::logging::best_alternating(sparse, |every| {
             time_logging(gpu, params, &data, probe, every, deadline)
         })?;
+    let profiled_at = timeline.now_ms();
+    let kernels = profile_step(gpu, params, &data, deadline)?;
+    timeline.profiled_step(profiled_at, &kernels);
     Ok(TrainResult {
         params: params.clone(),
         setup: super::TrainSetup::of(params),
         loss_curve: curve,
         step_ms,
         samples_per_sec: params.batch as f64 / (step_ms.median / 1e3),
-        accuracy: accuracy(&run.model()?, &data),
+        accuracy,
         read_every_step_ms,
         read_every_n_ms,
+        kernels: Some(kernels),
         trace: timeline.finish(),
     })
+}
+
+/// One step of a fresh run, after one unprofiled step (first launches, cuBLAS's
+/// choices), with an event after every launch; then this GPU's two ceilings, measured
+/// now, and every kernel against them.
+fn profile_step(
+    gpu: &mut Gpu,
+    params: &TrainParams,
+    data: &Tickets,
+    deadline: &Deadline,
+) -> Result<KernelProfile, ExperimentError> {
+    let mut run = DeviceRun::new(gpu, params, data)?;
+    run.step(0)?;
+    run.stream.sync()?;
+    run.marks = Some(KernelMarks::start(gpu, &run.stream)?);
+    run.step(1)?;
+    let times = match run.marks.take() {
+        Some(marks) => marks.times()?,
+        None => Vec::new(),
+    };
+    drop(run);
+    let bf16 = params.precision == TrainPrecision::Bf16;
+    let format = if bf16 { Format::Bf16 } else { Format::Fp32 };
+    let ceilings = profile::ceilings_now(gpu, format, deadline)?;
+    let shape = StepShape {
+        b: params.batch,
+        h: params.hidden,
+        e: if bf16 { 2 } else { 4 },
+        adam: params.optimizer == Optim::Adam,
+    };
+    profile::assemble(&times, shape, ceilings, gpu.card().sm_count)
 }

@@ -17,6 +17,8 @@ pub mod logging;
 pub mod mlp;
 pub mod model;
 pub mod ops;
+mod pass;
+pub mod profile;
 pub mod step;
 mod timeline;
 
@@ -181,6 +183,10 @@ pub struct TrainResult {
     pub read_every_step_ms: f64,
     /// Milliseconds per step when it is read every `log_every` steps (extra run).
     pub read_every_n_ms: f64,
+    /// On a GPU, one more step profiled kernel by kernel, each against this GPU's
+    /// memory and compute ceilings (`None` on the CPU, whose step is one fused pass
+    /// per row, not a sequence of kernels).
+    pub kernels: Option<profile::KernelProfile>,
     /// The run's steps (and, on the GPU, its launch calls and loss reads) as a
     /// Chrome trace.
     pub trace: super::trace::Trace,

@@ -209,6 +209,7 @@ pub fn run_cpu(
         accuracy: accuracy(&model, &data),
         read_every_step_ms,
         read_every_n_ms,
+        kernels: None,
         trace: timeline.finish(),
     })
 }

@@ -2,11 +2,14 @@
 //! computed into buffers kept from step to step ([`Workspace`]), with everything
 //! between the two large products done in one pass over each row of the hidden layer.
 //!
-//! The math is the reference's, from [`super::ops`]: bias, ReLU (rounded to BF16 under
-//! mixed precision), logits, softmax cross-entropy (`ops::softmax_xent_row` itself),
-//! the gradients of W2 and b2, the gradient through ReLU (where the pre-activation was
-//! positive) and b1's gradient summed over rows in row order, as `ops::column_sums`
-//! does. How the work is arranged differs, and with it the order of the sums inside
+//! The math is the reference's, from [`super::ops`]: bias, ReLU, logits, softmax
+//! cross-entropy (`ops::softmax_xent_row` itself), the gradients of W2 and b2, the
+//! gradient through ReLU (where the activation is positive) and b1's gradient summed
+//! over rows in row order, as `ops::column_sums` does (the GPU sums chunks of 32 rows,
+//! then the chunks: the same values, added in another order). Under mixed precision
+//! the values the GPU stores in BF16 are rounded to BF16 here at the same points: the
+//! first product's output, the activation, the logits' gradient where the backward
+//! products read it, and the gradient reaching the hidden layer. How the work is arranged differs, and with it the order of the sums inside
 //! the products (the logits keep one partial sum per vector lane), so a step agrees
 //! with the op-by-op one to rounding, not bit for bit (the test below bounds the gap):
 //!
@@ -172,13 +175,11 @@ impl pulp::WithSimd for RowPass<'_> {
         let d2 = &mut d2[..h];
         let db1 = &mut self.db1[..h];
         for (r, z) in self.hidden.chunks_exact_mut(h).enumerate().take(rows) {
-            // Forward: bias, ReLU (the pre-activation kept for the backward mask).
-            for ((z, b), a) in z.iter_mut().zip(b1).zip(act.iter_mut()) {
-                *z += *b;
-                *a = z.max(0.0);
-            }
-            if self.bf16_ops {
-                act.iter_mut().for_each(|a| *a = round_bf16(*a));
+            // Forward: bias, ReLU. Under mixed precision the product's output and the
+            // activation are BF16, as the GPU stores them (`bias_relu_bf16`).
+            let round = |v: f32| if self.bf16_ops { round_bf16(v) } else { v };
+            for ((z, b), a) in z.iter().zip(b1).zip(act.iter_mut()) {
+                *a = round((round(*z) + *b).max(0.0));
             }
             let logits = [dot(act, w0), dot(act, w1), dot(act, w2)];
             let mut g = [0.0f32; CLASSES];
@@ -186,14 +187,17 @@ impl pulp::WithSimd for RowPass<'_> {
             for (db, g) in self.db2.iter_mut().zip(g) {
                 *db += g;
             }
-            // Backward: W2's gradient, then the gradient through ReLU and b1's.
+            // Backward (the logits' gradient in BF16 under mixed precision, as the GPU
+            // casts it for its BF16 products): W2's gradient, then the gradient through
+            // the ReLU, where the activation is positive, and b1's.
+            let g = g.map(round);
             for j in 0..h {
                 let a = act[j];
                 d0[j] += a * g[0];
                 d1[j] += a * g[1];
                 d2[j] += a * g[2];
-                let da = g[0] * w0[j] + g[1] * w1[j] + g[2] * w2[j];
-                let dz = if z[j] > 0.0 { da } else { 0.0 };
+                let da = round(g[0] * w0[j] + g[1] * w1[j] + g[2] * w2[j]);
+                let dz = if a > 0.0 { da } else { 0.0 };
                 z[j] = dz;
                 db1[j] += dz;
             }
@@ -240,11 +244,14 @@ mod tests {
             0.0,
             &mut z1,
         );
+        let mut z1 = cast(&z1);
         ops::add_bias(&mut z1, &model.b1);
         let a1 = cast(&ops::relu(&z1));
         let mut z2 = vec![0.0; b * CLASSES];
         gemm(Mat::new(&a1, b, h), Mat::new(&w2, h, CLASSES), 0.0, &mut z2);
         let (losses, dz2) = ops::softmax_xent(&z2, &model.b2, y);
+        let db2 = ops::column_sums(&dz2, CLASSES);
+        let dz2 = cast(&dz2);
         let mut dw2 = vec![0.0; h * CLASSES];
         gemm(
             Mat::new(&a1, b, h).t(),
@@ -252,7 +259,6 @@ mod tests {
             0.0,
             &mut dw2,
         );
-        let db2 = ops::column_sums(&dz2, CLASSES);
         let mut da1 = vec![0.0; b * h];
         gemm(
             Mat::new(&dz2, b, CLASSES),
@@ -260,7 +266,7 @@ mod tests {
             0.0,
             &mut da1,
         );
-        let dz1 = ops::relu_backward(&z1, &da1);
+        let dz1 = ops::relu_backward(&a1, &cast(&da1));
         let mut dw1 = vec![0.0; FEATURES * h];
         gemm(
             Mat::new(&x, b, FEATURES).t(),

@@ -63,6 +63,30 @@ impl StepTrace {
         }
     }
 
+    /// The profiled step on a track of its own, starting at `start_ms`: each kernel for
+    /// its measured time, named with its rate and how near its ceiling it ran.
+    pub(super) fn profiled_step(&mut self, start_ms: f64, profile: &super::profile::KernelProfile) {
+        let track = self
+            .trace
+            .track("GPU: one more step, kernel by kernel, against this GPU's ceilings");
+        let mut at = start_ms;
+        for k in &profile.kernels {
+            let rate = if k.bound == "compute" {
+                format!("{:.1} TFLOP/s", k.tflops)
+            } else {
+                format!("{:.0} GB/s", k.gbps)
+            };
+            let name = format!(
+                "{}: {rate}, {:.0}% of the {} ceiling",
+                k.name,
+                100.0 * k.of_ceiling,
+                k.bound
+            );
+            self.trace.span(track, name, "kernel", at, at + k.ms);
+            at += k.ms;
+        }
+    }
+
     /// The finished trace.
     pub(super) fn finish(self) -> Trace {
         self.trace.finish()
