@@ -157,7 +157,7 @@ fn relu_backward_partials_f32_is_the_relu_gradient_and_its_chunk_sums() {
         );
         let want = ops::relu_backward(&a, &da);
         let want_partial = chunk_sums(&want, rows, cols);
-        for (config, order) in launches(LaunchShape::ColumnChunks { rows, cols }) {
+        for (config, order) in launches(LaunchShape::PairChunks { rows, cols }) {
             let args = vec![
                 Arg::F32s(a.clone()),
                 Arg::F32s(da.clone()),
@@ -190,7 +190,7 @@ fn relu_backward_partials_bf16_masks_exactly_and_sums_in_fp32() {
         let want32 = ops::relu_backward(&widen(&a), &widen(&da));
         let want: Vec<bf16> = want32.iter().copied().map(bf16::from_f32).collect();
         let want_partial = chunk_sums(&want32, rows, cols);
-        for (config, order) in launches(LaunchShape::ColumnChunks { rows, cols }) {
+        for (config, order) in launches(LaunchShape::PairChunks { rows, cols }) {
             let args = vec![
                 Arg::Bf16s(a.clone()),
                 Arg::Bf16s(da.clone()),

@@ -144,7 +144,7 @@ pub fn launch_of(name: &str, shape: StepShape) -> Option<(LaunchShape, usize)> {
     match name {
         "bias_relu a1 = relu(z1 + b1)" => Some((LaunchShape::BiasRelu { rows: b, cols: h }, b * h)),
         "relu_backward_partials dz1, Σ chunks" => {
-            Some((LaunchShape::ColumnChunks { rows: b, cols: h }, b * h))
+            Some((LaunchShape::PairChunks { rows: b, cols: h }, b * h))
         }
         "column_partials db2" => Some((LaunchShape::ColumnChunks { rows: b, cols: c }, b * c)),
         "column_sums db2 = Σ partials" => {

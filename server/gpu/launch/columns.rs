@@ -111,7 +111,7 @@ impl Kernels {
         need(dz, rows * cols, "dz")?;
         need(partial, column_chunks(rows) * cols, "partial")?;
         let function = T::relu_backward_partials(self);
-        let config = LaunchShape::ColumnChunks { rows, cols }.config()?;
+        let config = LaunchShape::PairChunks { rows, cols }.config()?;
         let (r, c, k) = (rows as u64, cols as u64, COLUMN_CHUNK_ROWS as u64);
         let mut launch = stream.raw().launch_builder(function);
         launch

@@ -22,6 +22,11 @@ const COLUMN_THREADS: u32 = 128;
 const SUM_THREADS: u32 = 32;
 /// Threads per block of the one-thread-per-row softmax: 4,096 rows make 32 blocks.
 const ROW_THREADS: u32 = 128;
+/// Threads per block of the fused ReLU backward (two columns each): 64, so a 256-row
+/// batch of width 1,024 still makes 64 blocks.
+const PAIR_THREADS: u32 = 64;
+/// Rows each thread of `bias_relu_*` takes: the grid's y extent is rows ÷ 8.
+pub const ROWS_PER_THREAD: usize = 8;
 /// The most blocks a launch may have along y.
 const MAX_GRID_Y: usize = 65_535;
 
@@ -58,17 +63,25 @@ pub enum LaunchShape {
         /// Classes.
         classes: usize,
     },
-    /// `bias_relu_f32` / `bias_relu_bf16` on a (rows, cols) matrix.
+    /// `bias_relu_f32` / `bias_relu_bf16` on a (rows, cols) matrix: two adjacent
+    /// columns per thread across the grid, [`ROWS_PER_THREAD`] rows each down it.
     BiasRelu {
         /// Rows.
         rows: usize,
         /// Columns (the bias's length).
         cols: usize,
     },
-    /// Stage 1 of a column sum on a (rows, cols) matrix: `column_partial_sums_f32`,
-    /// `relu_backward_partials_f32` and `_bf16`; columns across the grid, chunks of
-    /// [`COLUMN_CHUNK_ROWS`] rows down it.
+    /// Stage 1 of a column sum on a (rows, cols) matrix, `column_partial_sums_f32`: a
+    /// column per thread across the grid, chunks of [`COLUMN_CHUNK_ROWS`] rows down it.
     ColumnChunks {
+        /// Rows.
+        rows: usize,
+        /// Columns.
+        cols: usize,
+    },
+    /// `relu_backward_partials_f32` / `_bf16`: as [`LaunchShape::ColumnChunks`] with two
+    /// adjacent columns per thread.
+    PairChunks {
         /// Rows.
         rows: usize,
         /// Columns.
@@ -114,9 +127,25 @@ impl LaunchShape {
         match self {
             Self::Busy { blocks } => Ok(blocks_of_256(blocks)),
             Self::Elementwise { n } => grid_stride(n),
-            Self::AddBias { rows, cols } | Self::BiasRelu { rows, cols } => {
-                grid_stride(rows * cols)
-            }
+            Self::AddBias { rows, cols } => grid_stride(rows * cols),
+            Self::BiasRelu { rows, cols } => Ok(LaunchConfig {
+                grid_dim: (
+                    blocks(cols.div_ceil(2), COLUMN_THREADS)?,
+                    rows.div_ceil(ROWS_PER_THREAD).clamp(1, MAX_GRID_Y) as u32,
+                    1,
+                ),
+                block_dim: (COLUMN_THREADS, 1, 1),
+                shared_mem_bytes: 0,
+            }),
+            Self::PairChunks { rows, cols } => Ok(LaunchConfig {
+                grid_dim: (
+                    blocks(cols.div_ceil(2), PAIR_THREADS)?,
+                    column_chunks(rows).clamp(1, MAX_GRID_Y) as u32,
+                    1,
+                ),
+                block_dim: (PAIR_THREADS, 1, 1),
+                shared_mem_bytes: 0,
+            }),
             Self::SoftmaxXent { rows, .. } => Ok(LaunchConfig {
                 grid_dim: (blocks(rows, ROW_THREADS)?, 1, 1),
                 block_dim: (ROW_THREADS, 1, 1),
