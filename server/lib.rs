@@ -66,7 +66,12 @@
 //! - [`gpu`]: the only code that talks to CUDA and the only `unsafe`: library loading
 //!   (and where it searches), which GPU a worker takes, the device handle and streams,
 //!   kernels (compiled once per process) and their typed launchers, every GEMM,
-//!   CUDA-event clocks, device memory, the device card and the doctor.
+//!   CUDA-event clocks, device memory, the device card and the doctor;
+//!   `gpu::copies` holds a pinned buffer for as long as a copy may read or fill it,
+//!   and `gpu::standin` is the CPU's asynchronous stand-in for a GPU's copy queue,
+//!   on which CPU servers and CI run the start-up self-test's round trip.
+//!   `experiments::training::profile` times one training step kernel by kernel
+//!   against this GPU's ceilings.
 //! - [`cpu`]: the CPU reference math every GPU path is checked against.
 //! - [`measure`]: medians and spreads, deadlines, the one timing loop, the
 //!   calibration that warms a device up before sizing a busy loop to a target time, and

@@ -67,7 +67,7 @@ export const RUNGS = [
     sizeBytes: 80e9,
     sizeShort: '80 GB',
     sizeText: '80 GB at about 2 TB/s (2,039 GB/s)',
-    scope: 'all SMs; the host only by copying',
+    scope: 'all SMs; the host normally by copying (managed memory and Grace Hopper aside)',
     detail:
       'Where your tensors live: weights, activations, gradients and optimizer state. Big, but hundreds of cycles away; ' +
       'the GPU hides the wait by switching to other warps. Element-wise and normalisation operations are limited by this bandwidth.',
