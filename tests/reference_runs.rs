@@ -115,6 +115,20 @@ fn import_writes_a_recorded_run_that_check_accepts_and_never_overwrites_it() {
 fn malformed_and_cpu_documents_are_refused_with_a_reason() {
     let content = content_copy();
     let dir = content.path().to_str().unwrap();
+    let recorded = || -> Vec<String> {
+        let mut names: Vec<String> = content
+            .path()
+            .join("reference-runs")
+            .read_dir()
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|name| name.starts_with("recorded-"))
+            .collect();
+        names.sort();
+        names
+    };
+    // The course ships GPU recordings of its own; a refused import adds none.
+    let shipped = recorded();
     for (text, reason) in [
         ("{\"gpulab_version\": ", "not a JSON document"),
         (
@@ -138,19 +152,7 @@ fn malformed_and_cpu_documents_are_refused_with_a_reason() {
             "{reason}: {stderr}"
         );
     }
-    assert!(
-        !content
-            .path()
-            .join("reference-runs")
-            .read_dir()
-            .unwrap()
-            .any(|e| {
-                e.unwrap()
-                    .file_name()
-                    .to_string_lossy()
-                    .starts_with("recorded-")
-            })
-    );
+    assert_eq!(recorded(), shipped);
 }
 
 #[test]
@@ -214,6 +216,34 @@ async fn the_api_serves_the_published_peaks_with_their_sources() {
         );
         assert!(figure["value"].as_f64().unwrap() > 0.0);
     }
+}
+
+#[tokio::test]
+async fn the_api_serves_the_h200_recording_the_course_ships() {
+    let app = spawn().await;
+    let files: serde_json::Value = app.get("/api/reference-runs").await.json().await.unwrap();
+    let h200 = files
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["kind"] == "recorded" && f["recorded"]["device"] == "NVIDIA H200")
+        .expect("the H200 recording in content/reference-runs");
+    let run = &h200["recorded"];
+    assert_ne!(run["fixture"], true, "a GPU's recording, not a fixture");
+    assert_eq!(run["driver_version"], "580.159.04");
+    assert_eq!(run["cuda_version"], "13.0");
+    let transfer = run["experiments"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["name"] == "transfer")
+        .unwrap();
+    let measured = &transfer["result"]["measured"];
+    assert_eq!(measured["quantity"], "transfer.pinned_h2d_gbps");
+    // Pinned host→device on an H200 over PCIe Gen5 x16: about 55 GB/s measured, below the
+    // link's 64 GB/s per direction.
+    let gbps = measured["value"].as_f64().unwrap();
+    assert!((40.0..64.0).contains(&gbps), "{gbps} GB/s");
 }
 
 #[test]
