@@ -31,10 +31,20 @@ export default async function check({ figure, assert }) {
   await placed.first().waitFor({ timeout: 10_000 });
   const ceilings = (await placed.allInnerTexts()).join(' ');
   assert.match(ceilings, /^No ceiling applies here: the timing trap asks when each clock stops/, ceilings);
-  // No published figure measures this, and no GPU run is recorded: the aside says so.
+  // No published figure measures this. The course ships a GPU's recorded run
+  // (content/reference-runs/recorded-*.json, timing among its experiments), so on the CPU
+  // the aside lists what that GPU's timing trap measured, labelled and dated; with no
+  // recording it would say it has nothing honest to show.
   const aside = figure.locator('aside.exp-reference[data-reference-for="timing"]');
   if (await aside.count()) {
-    await aside.locator('p').nth(1).waitFor({ timeout: 10_000 });
-    assert.match(await aside.innerText(), /nothing honest to show/);
+    const recorded = aside.locator('li.exp-reference-recorded');
+    await aside.locator('ul, p:nth-of-type(2)').first().waitFor({ timeout: 10_000 });
+    if (await recorded.count()) {
+      const line = await recorded.first().innerText();
+      assert.match(line, /^What .+ measured \(recorded run, \d{4}-\d{2}-\d{2}\) \(driver [^)]+\): timing\.underestimate_factor: [\d.,]+ ×; device ms: /, line);
+      assert.equal(await aside.locator('li.exp-reference-published').count(), 0, 'no published figure measures the trap');
+    } else {
+      assert.match(await aside.innerText(), /nothing honest to show/);
+    }
   }
 }

@@ -17,6 +17,7 @@ import { axeOn, inContext, open } from './flow.mjs';
 import { startServer } from './server.mjs';
 import { CheckFailure, withTimeout } from './util.mjs';
 import { readCourse, lessonPath } from './course.mjs';
+import { waitForMount } from './directives.mjs';
 import { formatSig } from '../../../web/static/js/logic/panel-format.js';
 import { isoDate } from '../../../web/static/js/logic/reference-overlay.js';
 
@@ -70,6 +71,7 @@ async function checkShipped(ctx) {
         const seen = new Set();
         for (const { slug } of lessons) {
           await open(ctx, page, lessonPath(slug));
+          await waitForMount(page, 15_000);
           const asides = page.locator('aside.exp-reference[data-reference-for]');
           const count = await asides.count();
           for (let i = 0; i < count; i += 1) {
