@@ -15,3 +15,16 @@ __device__ __forceinline__ unsigned long long global_index() {
 __device__ __forceinline__ unsigned long long grid_stride() {
     return (unsigned long long)gridDim.x * blockDim.x;
 }
+
+// Chunk k of `chunk_rows` rows in a matrix of `rows` rows (stage 1 of a column sum):
+// how many chunks there are, and the row after chunk k's last (the last chunk may be
+// short).
+__device__ __forceinline__ unsigned long long chunk_count(unsigned long long rows, unsigned long long chunk_rows) {
+    return (rows + chunk_rows - 1) / chunk_rows;
+}
+
+__device__ __forceinline__ unsigned long long chunk_end(unsigned long long k, unsigned long long rows,
+                                                        unsigned long long chunk_rows) {
+    const unsigned long long end = (k + 1) * chunk_rows;
+    return end < rows ? end : rows;
+}

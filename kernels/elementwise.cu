@@ -75,10 +75,9 @@ __device__ __forceinline__ void relu_backward_partials(const T* __restrict__ a, 
                                                        T* __restrict__ dz, float* __restrict__ partial,
                                                        unsigned long long rows, unsigned long long cols,
                                                        unsigned long long chunk_rows) {
-    const unsigned long long chunks = (rows + chunk_rows - 1) / chunk_rows;
+    const unsigned long long chunks = chunk_count(rows, chunk_rows);
     for (unsigned long long k = blockIdx.y; k < chunks; k += gridDim.y) {
-        const unsigned long long first = k * chunk_rows;
-        const unsigned long long last = first + chunk_rows < rows ? first + chunk_rows : rows;
+        const unsigned long long first = k * chunk_rows, last = chunk_end(k, rows, chunk_rows);
         for (unsigned long long c = 2 * global_index(); c < cols; c += 2 * grid_stride()) {
             const bool pair = c + 1 < cols;
             float s0 = 0.0f, s1 = 0.0f;

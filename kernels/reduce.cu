@@ -12,10 +12,9 @@
 extern "C" __global__ void column_partial_sums_f32(const float* x, float* partial,
                                                    unsigned long long rows, unsigned long long cols,
                                                    unsigned long long chunk_rows) {
-    const unsigned long long chunks = (rows + chunk_rows - 1) / chunk_rows;
+    const unsigned long long chunks = chunk_count(rows, chunk_rows);
     for (unsigned long long k = blockIdx.y; k < chunks; k += gridDim.y) {
-        const unsigned long long first = k * chunk_rows;
-        const unsigned long long last = first + chunk_rows < rows ? first + chunk_rows : rows;
+        const unsigned long long first = k * chunk_rows, last = chunk_end(k, rows, chunk_rows);
         for (unsigned long long c = global_index(); c < cols; c += grid_stride()) {
             float s = 0.0f;
             for (unsigned long long r = first; r < last; ++r) s += x[r * cols + c];

@@ -62,6 +62,16 @@ impl StandIn {
     fn queue(&self, work: impl FnOnce() -> Result<(), GpuError> + 'static) {
         self.queued.borrow_mut().push(Box::new(work));
     }
+
+    /// Queues a copy from `src` to `dst` that reads `src` when it runs, not now.
+    fn queue_copy(&self, src: &Shared, dst: &Shared) {
+        let (src, dst) = (src.clone(), dst.clone());
+        self.queue(move || {
+            let bytes = src.lock()?.clone();
+            copy_prefix(&mut dst.lock()?, &bytes);
+            Ok(())
+        });
+    }
 }
 
 /// Copies `from[..n]` into `to[..n]`, `n` the shorter of the two.
@@ -87,12 +97,7 @@ impl CopyQueue for StandIn {
         src: &'a Shared,
         dst: &mut Shared,
     ) -> Result<InFlight<'a, Self>, GpuError> {
-        let (src, dst) = (src.clone(), dst.clone());
-        self.queue(move || {
-            let bytes = src.lock()?.clone();
-            copy_prefix(&mut dst.lock()?, &bytes);
-            Ok(())
-        });
+        self.queue_copy(src, dst);
         Ok(InFlight::queued(self))
     }
 
@@ -101,12 +106,7 @@ impl CopyQueue for StandIn {
         src: &Shared,
         dst: &'a mut Shared,
     ) -> Result<InFlight<'a, Self>, GpuError> {
-        let (src, dst) = (src.clone(), dst.clone());
-        self.queue(move || {
-            let bytes = src.lock()?.clone();
-            copy_prefix(&mut dst.lock()?, &bytes);
-            Ok(())
-        });
+        self.queue_copy(src, dst);
         Ok(InFlight::queued(self))
     }
 

@@ -18,7 +18,7 @@ use half::bf16;
 
 use super::model::{CLASSES, DATASET, FEATURES, LOGGING_PROBE_STEPS, Mlp, Tickets, accuracy};
 use super::ops::adam_step;
-use super::pass::{self, Hidden, Inputs, Queue};
+use super::pass::{self, Head, Hidden, Inputs, Queue};
 use super::profile::{self, KernelMarks, KernelProfile, StepShape};
 use super::{LossPoint, Optim, TrainParams, TrainPrecision, TrainResult};
 use crate::experiments::ExperimentError;
@@ -45,12 +45,8 @@ pub(crate) struct DeviceRun {
     moments: [(DeviceBuffer<f32>, DeviceBuffer<f32>); 4],
     /// The hidden layer in the run's precision.
     layer: Layer,
-    z2: DeviceBuffer<f32>,
-    dz2: DeviceBuffer<f32>,
-    /// Stage 1 of a bias gradient: one partial sum per chunk of rows and column.
-    partials: DeviceBuffer<f32>,
-    losses: DeviceBuffer<f32>,
-    loss: DeviceBuffer<f32>,
+    /// The logits, the loss and the bias gradients' partial sums.
+    head: Head,
     /// The running sums of a step's micro-batches, once a lab asks for accumulation.
     accumulated: Option<Accumulated>,
     /// Set for the one profiled step: an event after every launch.
@@ -136,11 +132,13 @@ impl DeviceRun {
                 (zeros(sizes[3])?, zeros(sizes[3])?),
             ],
             layer,
-            z2: zeros(b * CLASSES)?,
-            dz2: zeros(b * CLASSES)?,
-            partials: zeros(column_chunks(b) * h.max(CLASSES))?,
-            losses: zeros(b)?,
-            loss: zeros(1)?,
+            head: Head {
+                z2: zeros(b * CLASSES)?,
+                dz2: zeros(b * CLASSES)?,
+                partials: zeros(column_chunks(b) * h.max(CLASSES))?,
+                losses: zeros(b)?,
+                loss: zeros(1)?,
+            },
             accumulated: None,
             marks: None,
             stream: s,
@@ -198,13 +196,13 @@ impl DeviceRun {
         for (sum, grad) in sums.grads.iter_mut().zip(&self.grads) {
             k.sgd(&s, sum, grad, share)?;
         }
-        k.sgd(&s, &mut sums.loss, &self.loss, share)?;
+        k.sgd(&s, &mut sums.loss, &self.head.loss, share)?;
         if nth + 1 < of {
             return Ok(());
         }
         // The last micro-batch: update from the sums, then clear them.
         std::mem::swap(&mut self.grads, &mut sums.grads);
-        s.copy_on_device(&sums.loss, &mut self.loss)?;
+        s.copy_on_device(&sums.loss, &mut self.head.loss)?;
         let updated = self.update();
         let Some(sums) = self.accumulated.as_mut() else {
             return updated;
@@ -245,23 +243,15 @@ impl DeviceRun {
                     w2,
                     b1,
                 };
-                pass::forward(&mut q, &input, hidden, &mut self.z2)?;
-                loss_and_logit_grads(
-                    &mut q,
-                    &self.z2,
-                    b2,
-                    &self.labels,
-                    (&mut self.losses, &mut self.loss),
-                    &mut self.dz2,
-                    (db2, &mut self.partials),
-                )?;
+                let head = &mut self.head;
+                pass::forward(&mut q, &input, hidden, head, (b2, &self.labels, db2))?;
                 pass::backward(
                     &mut q,
                     &input,
                     hidden,
-                    &self.dz2,
+                    &head.dz2,
                     [dw1, db1, dw2],
-                    &mut self.partials,
+                    &mut head.partials,
                 )?;
             }
             Layer::Bf16(low) => {
@@ -282,17 +272,9 @@ impl DeviceRun {
                     w2: w2_bf16,
                     b1,
                 };
-                pass::forward(&mut q, &input, hidden, &mut self.z2)?;
-                loss_and_logit_grads(
-                    &mut q,
-                    &self.z2,
-                    b2,
-                    &self.labels,
-                    (&mut self.losses, &mut self.loss),
-                    &mut self.dz2,
-                    (db2, &mut self.partials),
-                )?;
-                k.to_bf16(&s, &self.dz2, dz2_bf16, b * CLASSES)?;
+                let head = &mut self.head;
+                pass::forward(&mut q, &input, hidden, head, (b2, &self.labels, db2))?;
+                k.to_bf16(&s, &head.dz2, dz2_bf16, b * CLASSES)?;
                 q.mark("to_bf16 dz2")?;
                 pass::backward(
                     &mut q,
@@ -300,7 +282,7 @@ impl DeviceRun {
                     hidden,
                     dz2_bf16,
                     [dw1, db1, dw2],
-                    &mut self.partials,
+                    &mut head.partials,
                 )?;
             }
         }
@@ -333,7 +315,7 @@ impl DeviceRun {
 
     /// Copies the batch-mean loss of the last step to the host: waits for the GPU.
     pub(crate) fn read_loss(&self) -> Result<f32, ExperimentError> {
-        Ok(self.stream.download(&self.loss)?[0])
+        Ok(self.stream.download(&self.head.loss)?[0])
     }
 
     /// Copies host batch `x` (FP32 tickets) over the rows that step `step` reads, on
@@ -416,29 +398,6 @@ impl DeviceRun {
             hidden: self.hidden,
         })
     }
-}
-
-/// The loss and the logits' gradient: the fused softmax cross-entropy (each row's loss
-/// and dz2), the batch-mean loss, and b2's gradient in two stages.
-fn loss_and_logit_grads(
-    q: &mut Queue<'_>,
-    z2: &DeviceBuffer<f32>,
-    b2: &DeviceBuffer<f32>,
-    labels: &DeviceBuffer<i32>,
-    (losses, loss): (&mut DeviceBuffer<f32>, &mut DeviceBuffer<f32>),
-    dz2: &mut DeviceBuffer<f32>,
-    (db2, partials): (&mut DeviceBuffer<f32>, &mut DeviceBuffer<f32>),
-) -> Result<(), ExperimentError> {
-    let b = q.b;
-    q.k.softmax_xent(q.s, z2, b2, labels, q.first, losses, dz2, b, CLASSES)?;
-    q.mark("softmax_xent loss, dz2")?;
-    q.k.scaled_sum(q.s, losses, loss, b, 1.0 / b as f32)?;
-    q.mark("scaled_sum mean loss")?;
-    q.k.column_partials(q.s, dz2, partials, b, CLASSES)?;
-    q.mark("column_partials db2")?;
-    q.k.sum_partials(q.s, partials, db2, b, CLASSES)?;
-    q.mark("column_sums db2 = Σ partials")?;
-    Ok(())
 }
 
 /// Milliseconds per step with the loss read every `read_every` steps: a fresh model,

@@ -40,6 +40,17 @@ impl<T: BlasScalar> Hidden<T> {
     }
 }
 
+/// The output layer's side of a step, FP32 whatever the hidden layer's type: the
+/// logits, each row's loss, the batch-mean loss, the logits' gradient, and stage 1 of
+/// a bias gradient (one partial sum per chunk of rows and column, b2's then b1's).
+pub(super) struct Head {
+    pub z2: DeviceBuffer<f32>,
+    pub dz2: DeviceBuffer<f32>,
+    pub losses: DeviceBuffer<f32>,
+    pub loss: DeviceBuffer<f32>,
+    pub partials: DeviceBuffer<f32>,
+}
+
 /// What one pass reads, in the pass's element type: the tickets (twice over, so any
 /// batch window is contiguous), W1 and W2; b1 in FP32.
 pub(super) struct Inputs<'a, T> {
@@ -75,23 +86,49 @@ impl Queue<'_> {
     }
 }
 
-/// Forward through the hidden layer, then the logits z2 = a1·W2 (FP32, without b2:
-/// the softmax adds it).
+/// Forward through the hidden layer and the logits z2 = a1·W2 (FP32, without b2: the
+/// softmax adds it), then the loss and the logits' gradient: the fused softmax
+/// cross-entropy (each row's loss and dz2), the batch-mean loss, and b2's gradient
+/// (`db2`) in two stages. `output` is b2, the labels and db2.
 pub(super) fn forward<T: BlasScalar + Activation>(
     q: &mut Queue<'_>,
     input: &Inputs<'_, T>,
     hid: &mut Hidden<T>,
-    z2: &mut DeviceBuffer<f32>,
+    head: &mut Head,
+    (b2, labels, db2): (
+        &DeviceBuffer<f32>,
+        &DeviceBuffer<i32>,
+        &mut DeviceBuffer<f32>,
+    ),
 ) -> Result<(), ExperimentError> {
     hidden_layer(q, input, hid)?;
     let (b, h) = (q.b, q.h);
     q.blas.gemm(
         Operand::new(&hid.a1, b, h),
         Operand::new(input.w2, h, CLASSES),
-        Output::new(z2, b, CLASSES),
+        Output::new(&mut head.z2, b, CLASSES),
         Compute::F32,
     )?;
     q.mark("gemm z2 = a1·W2")?;
+    let (first, s, k) = (q.first, q.s, q.k);
+    k.softmax_xent(
+        s,
+        &head.z2,
+        b2,
+        labels,
+        first,
+        &mut head.losses,
+        &mut head.dz2,
+        b,
+        CLASSES,
+    )?;
+    q.mark("softmax_xent loss, dz2")?;
+    k.scaled_sum(s, &head.losses, &mut head.loss, b, 1.0 / b as f32)?;
+    q.mark("scaled_sum mean loss")?;
+    k.column_partials(s, &head.dz2, &mut head.partials, b, CLASSES)?;
+    q.mark("column_partials db2")?;
+    k.sum_partials(s, &head.partials, db2, b, CLASSES)?;
+    q.mark("column_sums db2 = Σ partials")?;
     Ok(())
 }
 
