@@ -12,8 +12,10 @@
 //! Pure functions of the source text: the web page, `POST /api/lint` and `gpulab lint`
 //! all call [`check`].
 
+pub mod calls;
 pub mod catalog;
 pub mod context;
+pub mod flow;
 pub mod parse;
 pub mod report;
 pub mod rules;
@@ -76,7 +78,7 @@ pub fn check(source: &str) -> Result<Vec<Finding>, LintError> {
         return Err(LintError::TooLarge(source.len()));
     }
     let script = Script::parse(source, PARSE_BUDGET)?;
-    let mut findings = rules::run(&script);
+    let mut findings = rules::run(&flow::Flow::new(&script));
     findings.sort_by(|a, b| (a.line, a.column, a.code).cmp(&(b.line, b.column, b.code)));
     findings.dedup_by(|a, b| a.line == b.line && a.code == b.code);
     Ok(findings)
@@ -103,7 +105,7 @@ mod tests {
 
     #[test]
     fn findings_come_in_line_order_once_per_line_and_rule() {
-        let source = "import torch\nfor x, y in loader:\n    loss = crit(model(x), y)\n    loss.backward()\n    print(loss.cpu().numpy())\n    opt.step()\n    opt.zero_grad()\n";
+        let source = "import torch\nfor x, y in loader:\n    loss = crit(model(x.cuda()), y)\n    loss.backward()\n    print(loss.cpu().numpy())\n    opt.step()\n    opt.zero_grad()\n";
         let found = check(source).unwrap();
         assert_eq!(
             found.iter().filter(|f| f.code == "GL101").count(),

@@ -1,17 +1,19 @@
-//! Lesson 4's copies and input pipeline: `pin_memory()` right before a copy (GL201), a
-//! `DataLoader` without pinned batches (GL202) or without workers (GL203), workers
-//! without a `__main__` guard (GL204), and a tensor built on the CPU and moved inside
-//! the training loop (GL205).
+//! Lesson 4's copies and input pipeline: `pin_memory()` before a copy that waits anyway
+//! (GL201), a `DataLoader` without pinned batches (GL202) or that decodes and
+//! transforms items in the training process (GL203), workers started by code that runs
+//! at import with no `__main__` guard (GL204), and a tensor built on the CPU and moved
+//! on every step (GL205). Only GL204 applies to a script that never uses a GPU.
 
 use tree_sitter::Node;
 
-use super::super::context::{loops, scope, training_loop};
+use super::super::calls::is_blocking_copy;
+use super::super::context::{loops, scope};
+use super::super::flow::Flow;
 use super::super::parse::Script;
-use super::{Finding, at};
+use super::{Finding, at, through};
 
 /// Factories that build a tensor (on the CPU unless given `device=`).
-const FACTORIES: [&str; 12] = [
-    "torch.tensor",
+const FACTORIES: [&str; 10] = [
     "torch.zeros",
     "torch.ones",
     "torch.empty",
@@ -22,145 +24,300 @@ const FACTORIES: [&str; 12] = [
     "torch.arange",
     "torch.linspace",
     "torch.eye",
-    "torch.as_tensor",
 ];
 
-/// Whether the script talks about a GPU at all (CUDA, the accelerator API, MPS).
-fn uses_gpu(script: &Script) -> bool {
-    ["cuda", "accelerator", "mps"]
-        .iter()
-        .any(|w| script.source.contains(w))
-}
+/// Factories that always build from Python or NumPy data on the CPU and then copy,
+/// even when given `device=` (`internal_new_from_data` in PyTorch's `tensor_new.cpp`).
+const FROM_DATA: [&str; 2] = ["torch.tensor", "torch.as_tensor"];
 
-/// Whether `call`'s result is immediately moved: `call(...).to(...)` or `.cuda()`.
-fn moved_at_once(script: &Script, call: Node) -> bool {
+/// The copy `call`'s result goes straight into: `call(...).to(...)` or `.cuda()`.
+fn moved_at_once<'t>(script: &Script, call: Node<'t>) -> Option<Node<'t>> {
     call.parent()
         .filter(|p| p.kind() == "attribute")
         .and_then(|attribute| attribute.parent())
-        .filter(|outer| outer.kind() == "call")
-        .is_some_and(|outer| matches!(script.method(outer), "to" | "cuda"))
+        .filter(|outer| outer.kind() == "call" && matches!(script.method(*outer), "to" | "cuda"))
 }
 
-/// Whether the script has an `if __name__ == "__main__":` guard.
-fn has_main_guard(script: &Script) -> bool {
-    script.nodes().into_iter().any(|n| {
-        n.kind() == "if_statement"
-            && n.child_by_field_name("condition").is_some_and(|c| {
-                let text = script.text(c);
-                text.contains("__name__") && text.contains("__main__")
-            })
-    })
-}
-
-pub(super) fn check(script: &Script, out: &mut Vec<Finding>) {
-    let gpu = uses_gpu(script);
-    let guarded = has_main_guard(script);
-    for call in script.calls() {
+pub(super) fn check(flow: &Flow, out: &mut Vec<Finding>) {
+    let script = flow.script;
+    for call in &flow.calls {
+        let call = *call;
         let method = script.method(call);
-        if method == "pin_memory"
+        if flow.gpu
+            && method == "pin_memory"
             && script.receiver(call).is_some()
-            && moved_at_once(script, call)
+            && moved_at_once(script, call).is_some_and(|copy| is_blocking_copy(script, copy))
             && (scope(call).is_some() || !loops(call).is_empty())
         {
             out.push(at(
                 script,
                 call,
                 "GL201",
-                "`.pin_memory()` right before the copy pins a fresh buffer on every call".into(),
+                "`.pin_memory()` before a blocking copy: an extra host copy, and the copy still waits"
+                    .into(),
             ));
         }
         if method == "DataLoader" {
-            let splat = script.has_dict_splat(call);
-            if gpu && !splat && script.keyword(call, "pin_memory").is_none() {
-                out.push(at(
-                    script,
-                    call,
-                    "GL202",
-                    "this `DataLoader` returns batches in pageable memory (no `pin_memory=True`)"
-                        .into(),
-                ));
-            }
-            let workers = script.keyword(call, "num_workers").map(|w| script.text(w));
-            if !splat && workers.is_none_or(|w| w == "0") {
-                out.push(at(
-                    script,
-                    call,
-                    "GL203",
-                    "this `DataLoader` loads batches in the training process (`num_workers=0`)"
-                        .into(),
-                ));
-            }
-            if !guarded && (splat || workers.is_some_and(|w| w != "0")) {
-                out.push(at(
-                    script,
-                    call,
-                    "GL204",
-                    "this `DataLoader` may start worker processes, and the script has no `if __name__ == \"__main__\":` guard".into(),
-                ));
-            }
+            dataloader(flow, call, out);
         }
-        if FACTORIES.contains(&script.callee(call).as_str())
+        let callee = script.callee(call);
+        let literal = FROM_DATA.contains(&callee.as_str())
+            && script
+                .arguments(call)
+                .first()
+                .is_some_and(|a| is_literal(*a));
+        if flow.gpu
+            && (FACTORIES.contains(&callee.as_str()) || literal)
             && script.keyword(call, "device").is_none()
-            && moved_at_once(script, call)
-            && training_loop(script, call).is_some()
+            && moved_at_once(script, call).is_some()
+            && let Some(step) = flow.every_step(call)
         {
+            let what = if literal {
+                "builds the same constant on the CPU and copies it to the device"
+            } else {
+                "is built on the CPU and copied to the device"
+            };
             out.push(at(
                 script,
                 call,
                 "GL205",
                 format!(
-                    "`{}(...)` is built on the CPU and copied to the device on every step",
-                    script.callee(call)
+                    "`{callee}(...)` {what} on every step{}",
+                    through(script, &step)
                 ),
             ));
         }
     }
 }
 
+/// GL202, GL203 and GL204 on one `DataLoader(...)` call.
+fn dataloader(flow: &Flow, call: Node, out: &mut Vec<Finding>) {
+    let script = flow.script;
+    let splat = script.has_dict_splat(call);
+    if flow.gpu && !splat && script.keyword(call, "pin_memory").is_none() {
+        out.push(at(
+            script,
+            call,
+            "GL202",
+            "this `DataLoader` returns batches in pageable memory (no `pin_memory=True`)".into(),
+        ));
+    }
+    let workers = script.keyword(call, "num_workers").map(|w| script.text(w));
+    let dataset = script
+        .keyword(call, "dataset")
+        .or_else(|| script.arguments(call).into_iter().next());
+    if flow.gpu
+        && !splat
+        && workers.is_none_or(|w| w == "0")
+        && let Some(dataset) = dataset
+        && works_per_item(script, dataset, 0)
+    {
+        out.push(at(
+            script,
+            call,
+            "GL203",
+            "this `DataLoader` decodes and transforms every item in the training process (`num_workers=0`)"
+                .into(),
+        ));
+    }
+    if (splat || workers.is_some_and(|w| w != "0"))
+        && flow.runs_at_import(call)
+        && iterated_at_import(flow, call)
+    {
+        out.push(at(
+            script,
+            call,
+            "GL204",
+            "this `DataLoader` may start worker processes, and the code that iterates it runs at import with no `if __name__ == \"__main__\":` guard".into(),
+        ));
+    }
+}
+
+/// Whether code that runs at import iterates the loader `call` builds (a `for` over a
+/// name it is assigned to) or trains at all (a step loop runs at import). Building a
+/// loader starts no worker; iterating it does.
+fn iterated_at_import(flow: &Flow, call: Node) -> bool {
+    let script = flow.script;
+    let name = call
+        .parent()
+        .filter(|p| p.kind() == "assignment")
+        .and_then(|a| a.child_by_field_name("left"))
+        .map(|l| script.text(l));
+    script.nodes().into_iter().any(|l| {
+        matches!(l.kind(), "for_statement" | "while_statement")
+            && flow.runs_at_import(l)
+            && (flow.is_step_loop(l)
+                || name.is_some_and(|name| {
+                    l.child_by_field_name("right").is_some_and(|iterable| {
+                        super::super::parse::preorder(iterable)
+                            .into_iter()
+                            .any(|n| n.kind() == "identifier" && script.text(n) == name)
+                    })
+                }))
+    })
+}
+
+/// Dataset classes (torchvision's) that read and decode a file or an image per item.
+const FILE_DATASETS: [&str; 16] = [
+    "ImageFolder",
+    "DatasetFolder",
+    "MNIST",
+    "FashionMNIST",
+    "KMNIST",
+    "EMNIST",
+    "CIFAR10",
+    "CIFAR100",
+    "SVHN",
+    "STL10",
+    "CocoDetection",
+    "CocoCaptions",
+    "VOCDetection",
+    "VOCSegmentation",
+    "ImageNet",
+    "CelebA",
+];
+
+/// Whether the dataset `expr` does real work per item — a torchvision dataset of files
+/// or images, anything built with a `transform`, or a class of this script whose
+/// `__getitem__` opens, reads, decodes or transforms — so that loading it in the
+/// training process costs time the GPU waits through. An in-memory `TensorDataset`,
+/// a pre-tokenised dataset or anything this file does not show is given the benefit
+/// of the doubt.
+fn works_per_item(script: &Script, expr: Node, depth: usize) -> bool {
+    if depth > 2 {
+        return false;
+    }
+    match expr.kind() {
+        "call" => {
+            let method = script.method(expr);
+            FILE_DATASETS.contains(&method)
+                || script.keyword(expr, "transform").is_some()
+                || script.arguments(expr).iter().any(|a| {
+                    a.kind() == "identifier"
+                        && script.text(*a).to_ascii_lowercase().contains("transform")
+                })
+                || class_reads_items(script, method)
+        }
+        "identifier" => {
+            let name = script.text(expr);
+            let root = scope(expr).unwrap_or_else(|| script.tree.root_node());
+            super::super::context::same_scope(root)
+                .into_iter()
+                .chain(super::super::context::same_scope(script.tree.root_node()))
+                .filter(|n| n.kind() == "assignment")
+                .filter(|n| {
+                    n.child_by_field_name("left")
+                        .is_some_and(|l| script.text(l) == name)
+                })
+                .filter_map(|n| n.child_by_field_name("right"))
+                .any(|r| works_per_item(script, r, depth + 1))
+        }
+        _ => false,
+    }
+}
+
+/// Whether this script defines a class `name` whose `__getitem__` opens, reads, loads
+/// or decodes a file, or applies a transform.
+fn class_reads_items(script: &Script, name: &str) -> bool {
+    script.nodes().into_iter().any(|class| {
+        class.kind() == "class_definition"
+            && class
+                .child_by_field_name("name")
+                .is_some_and(|n| script.text(n) == name)
+            && script.nodes().into_iter().any(|def| {
+                def.kind() == "function_definition"
+                    && super::super::parse::contains(class, def)
+                    && def
+                        .child_by_field_name("name")
+                        .is_some_and(|n| script.text(n) == "__getitem__")
+                    && super::super::context::calls_in(def).any(|c| {
+                        let callee = script.callee(c).to_ascii_lowercase();
+                        ["open", "read", "load", "decode", "transform"]
+                            .iter()
+                            .any(|w| callee.contains(w))
+                    })
+            })
+    })
+}
+
+/// Whether `node` is a literal: a number, or a list or tuple of literals.
+fn is_literal(node: Node) -> bool {
+    match node.kind() {
+        "integer" | "float" | "true" | "false" => true,
+        "unary_operator" => node.named_child(0).is_some_and(is_literal),
+        "list" | "tuple" => super::super::parse::children(node)
+            .into_iter()
+            .all(is_literal),
+        _ => false,
+    }
+}
+
 #[cfg(test)]
 mod tests {
-    use super::super::fixtures::{has, in_loop};
+    use super::super::fixtures::{has, in_loop, per_epoch};
 
     #[test]
-    fn gl201_pin_memory_before_each_copy() {
-        let helper = "import torch\ndef get_batch():\n    x = torch.from_numpy(a)\n    return x.pin_memory().to('cuda', non_blocking=True)\n";
+    fn gl201_pin_memory_before_a_blocking_copy() {
+        let helper = "import torch\ndef get_batch():\n    x = torch.from_numpy(a)\n    return x.pin_memory().to('cuda')\n";
         assert!(has(helper, "GL201"));
         assert!(has(&in_loop("z = x.pin_memory().cuda()"), "GL201"));
+        let overlapped = helper.replace(".to('cuda')", ".to('cuda', non_blocking=True)");
+        assert!(
+            !has(&overlapped, "GL201"),
+            "pinned so the copy can overlap: a deliberate trade"
+        );
         let once = "import torch\nstaging = torch.empty(32, 128, pin_memory=True)\nbuf = staging.pin_memory().to('cuda')\n";
         assert!(!has(once, "GL201"), "once at module level");
-        assert!(!has("def f(t):\n    return t.pin_memory()\n", "GL201"));
     }
 
     #[test]
-    fn gl202_gl203_dataloader_arguments() {
-        let bare = "import torch\nloader = DataLoader(ds, batch_size=32)\nmodel.cuda()\n";
+    fn gl202_gl203_dataloader_arguments_and_datasets() {
+        let bare = "import torch\nds = torchvision.datasets.MNIST('.', transform=ToTensor())\nloader = DataLoader(ds, batch_size=32)\nmodel.cuda()\n";
         assert!(has(bare, "GL202") && has(bare, "GL203"));
-        let good = "import torch\nif __name__ == '__main__':\n    loader = DataLoader(ds, num_workers=4, pin_memory=True)\n    model.cuda()\n";
-        assert!(!has(good, "GL202") && !has(good, "GL203"));
-        let zero = "loader = DataLoader(ds, num_workers=0, pin_memory=True)\n";
-        assert!(has(zero, "GL203"));
-        let splat = "import torch\nloader = torch.utils.data.DataLoader(ds, **kwargs)\nx.cuda()\nif __name__ == '__main__':\n    main()\n";
+        let good = bare.replace("batch_size=32", "num_workers=4, pin_memory=True");
+        assert!(!has(&good, "GL202") && !has(&good, "GL203"));
+        let in_memory = "import torch\nloader = DataLoader(TensorDataset(x, y), batch_size=32, pin_memory=True)\nmodel.cuda()\n";
+        assert!(
+            !has(in_memory, "GL203"),
+            "indexing tensors in memory costs microseconds"
+        );
+        let custom = "import torch\nclass Frames(Dataset):\n    def __getitem__(self, i):\n        return self.transform(Image.open(self.paths[i]))\nloader = DataLoader(Frames(), num_workers=0)\nx.cuda()\n";
+        assert!(has(custom, "GL203"));
+        let splat = "import torch\nloader = torch.utils.data.DataLoader(ds, **kwargs)\nx.cuda()\n";
         assert!(
             !has(splat, "GL202") && !has(splat, "GL203"),
             "** may carry both"
         );
-        let cpu_script =
-            "loader = DataLoader(ds, num_workers=2)\nif __name__ == '__main__':\n    main()\n";
+        let cpu_script = "ds = MNIST('.', transform=t)\nloader = DataLoader(ds)\nfor x, y in loader:\n    model(x).sum().backward()\n";
         assert!(
-            !has(cpu_script, "GL202"),
-            "a script that never mentions a GPU"
+            !has(cpu_script, "GL202") && !has(cpu_script, "GL203"),
+            "never uses a GPU"
         );
     }
 
     #[test]
-    fn gl204_workers_need_a_main_guard() {
+    fn gl204_workers_started_at_import() {
         let unguarded =
             "loader = DataLoader(ds, num_workers=4, pin_memory=True)\nfor x in loader:\n    pass\n";
         assert!(has(unguarded, "GL204"));
+        let called = "def main():\n    loader = DataLoader(ds, num_workers=4)\n    for x in loader:\n        pass\n\nmain()\n";
+        assert!(
+            has(called, "GL204"),
+            "module-level code calls the function that starts them"
+        );
         let guarded = "def main():\n    loader = DataLoader(ds, num_workers=4, pin_memory=True)\n\nif __name__ == \"__main__\":\n    main()\n";
         assert!(!has(guarded, "GL204"));
-        let no_workers = "loader = DataLoader(ds, pin_memory=True)\n";
-        assert!(!has(no_workers, "GL204"));
+        let built_only = "loader = DataLoader(ds, num_workers=4)\n\nif __name__ == '__main__':\n    for x in loader:\n        pass\n";
+        assert!(
+            !has(built_only, "GL204"),
+            "building a loader at import starts no worker"
+        );
+        let library = "class Trainer:\n    def run(self):\n        loader = DataLoader(self.ds, num_workers=4)\n";
+        assert!(
+            !has(library, "GL204"),
+            "a module others import runs nothing at import"
+        );
+        assert!(!has("loader = DataLoader(ds, pin_memory=True)\n", "GL204"));
     }
 
     #[test]
@@ -169,11 +326,19 @@ mod tests {
             &in_loop("mask = torch.ones(32, 128).to(device)"),
             "GL205"
         ));
-        assert!(has(&in_loop("t = torch.tensor([1.0]).cuda()"), "GL205"));
+        assert!(has(
+            &in_loop("t = torch.tensor([1.0, -2.0]).cuda()"),
+            "GL205"
+        ));
+        assert!(
+            !has(&in_loop("t = torch.tensor(batch_ids).cuda()"), "GL205"),
+            "per-step data has to cross the bus"
+        );
         assert!(!has(
             &in_loop("mask = torch.ones(32, 128, device=device)"),
             "GL205"
         ));
+        assert!(!has(&per_epoch("t = torch.zeros(3).to(device)"), "GL205"));
         let before = "import torch\nmask = torch.ones(32).to('cuda')\nfor x in loader:\n    model(x).sum().backward()\n";
         assert!(!has(before, "GL205"), "built once before the loop");
     }
