@@ -31,6 +31,8 @@ pub struct Explained {
     pub experiment: Option<&'static str>,
     /// For a deprecated or version-dependent API: the PyTorch version, in words.
     pub changed_in: Option<&'static str>,
+    /// The primary source the why was checked against, with its version.
+    pub source: &'static str,
     /// What the experiment measured on this server's GPU, when the server has a recent
     /// measurement (filled in by the web layer; never estimated).
     pub measured: Option<String>,
@@ -52,6 +54,7 @@ impl Explained {
             experiment_url: rule.experiment.as_ref().map(|e| e.url()),
             experiment: rule.experiment.as_ref().map(|e| e.name),
             changed_in: rule.changed_in,
+            source: rule.source,
             measured: None,
         }
     }
