@@ -67,11 +67,30 @@ impl<'t, 's> Flow<'t, 's> {
         }
         let step = loop_node.child_by_field_name("body").is_some_and(|body| {
             super::context::calls_in(body).any(|c| {
-                loops(c).first() == Some(&loop_node) && self.graph.performs_step(self.script, c)
+                let around = loops(c);
+                let Some(depth) = around.iter().position(|l| *l == loop_node) else {
+                    return false;
+                };
+                around[..depth].iter().all(|inner| self.is_sub_step(*inner))
+                    && self.graph.performs_step(self.script, c)
             })
         });
         self.step_loops.borrow_mut().insert(loop_node.id(), step);
         step
+    }
+
+    /// Whether `loop_node` splits one training step into parts rather than iterating
+    /// data: its iterable names optimisers, schedulers or gradient-accumulation
+    /// micro-steps (`for opt in optimizers:`, `for micro in range(grad_accum_steps):`).
+    /// A loop that holds one performs the step as much as if it did it itself.
+    fn is_sub_step(&self, loop_node: Node) -> bool {
+        let over = loop_node
+            .child_by_field_name("right")
+            .map(|r| self.script.text(r).to_ascii_lowercase())
+            .unwrap_or_default();
+        ["opt", "sched", "accum", "micro"]
+            .iter()
+            .any(|w| over.contains(w))
     }
 
     /// The innermost step loop whose body holds `node`, in `node`'s own function.
@@ -200,6 +219,11 @@ mod tests {
         assert!(every_step(helper));
         let defined_in_loop = "for x in loader:\n    def closure():\n        loss = model(x).sum()\n        loss.backward()\n        return loss\n    loss = closure()\n    probe()\n";
         assert!(every_step(defined_in_loop));
+        let accumulated = "for step in range(9):\n    for micro in range(grad_accum_steps):\n        model(x).sum().backward()\n    for opt in optimizers:\n        opt.step()\n    probe()\n";
+        assert!(
+            every_step(accumulated),
+            "micro-steps and optimiser loops are parts of a step"
+        );
         let epoch_function = "def train_epoch():\n    for x in loader:\n        model(x).sum().backward()\n        opt.step()\n\nfor epoch in range(3):\n    train_epoch()\n    probe()\n";
         assert!(!every_step(epoch_function), "the helper loops itself");
     }
