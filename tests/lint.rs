@@ -195,7 +195,7 @@ fn the_command_prints_linter_lines_json_and_exit_codes() {
     let (status, text) = gpulab_lint(&[clean.to_str().unwrap()]);
     assert_eq!((status, text.as_str()), (Some(0), ""));
     let (status, text) = gpulab_lint(&[broken.to_str().unwrap()]);
-    assert_eq!(status, Some(1));
+    assert_eq!(status, Some(2), "not Python: could not check");
     assert!(
         text.contains("broken.py:1:") && text.contains("E999"),
         "{text}"

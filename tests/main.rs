@@ -27,6 +27,7 @@ mod layers;
 mod learner;
 mod lesson_experiments;
 mod lint;
+mod lint_cli;
 mod measured_quiz;
 mod nojs;
 mod openapi;

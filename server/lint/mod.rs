@@ -10,19 +10,28 @@
 //! [`catalog`] is the one list of rules (code, why, fix, lesson link, PyTorch version
 //! where an API changed); [`report`] prints findings as `file:line:col: CODE message`.
 //! Pure functions of the source text: the web page, `POST /api/lint` and `gpulab lint`
-//! all call [`check`].
+//! all call [`check_with`]. Around the rules, the habits of the linters people already
+//! use: [`noqa`] comments silence a finding with a reason, [`config`] chooses rules
+//! (`--select`, `--ignore`, `[tool.gpulab]` in `pyproject.toml`), [`source`] reads a
+//! file in the encoding it declares (PEP 263), and [`report`] and [`sarif`] print text,
+//! JSON, GitHub annotations and SARIF.
 
 pub mod calls;
 pub mod catalog;
+pub mod config;
 pub mod context;
 pub mod flow;
+pub mod noqa;
 pub mod parse;
 pub mod report;
 pub mod rules;
+pub mod sarif;
+pub mod source;
 
 use std::time::Duration;
 
 pub use catalog::{RULES, Rule};
+pub use config::Selection;
 use parse::Script;
 
 /// Largest script accepted, in bytes (a long training script is 20–60 KB).
@@ -72,13 +81,22 @@ pub enum LintError {
     Timeout,
 }
 
-/// Every finding in `source`, in line order.
+/// Every finding of every rule in `source`, in line order, less those its `noqa`
+/// comments silence.
 pub fn check(source: &str) -> Result<Vec<Finding>, LintError> {
+    check_with(source, &Selection::default())
+}
+
+/// The findings of the `selected` rules in `source`, in line order, less those its
+/// `noqa` comments silence.
+pub fn check_with(source: &str, selected: &Selection) -> Result<Vec<Finding>, LintError> {
     if source.len() > MAX_SOURCE_BYTES {
         return Err(LintError::TooLarge(source.len()));
     }
     let script = Script::parse(source, PARSE_BUDGET)?;
+    let silenced = noqa::Noqa::read(&script);
     let mut findings = rules::run(&flow::Flow::new(&script));
+    findings.retain(|f| selected.enabled(f.code) && !silenced.silences(f));
     findings.sort_by(|a, b| (a.line, a.column, a.code).cmp(&(b.line, b.column, b.code)));
     findings.dedup_by(|a, b| a.line == b.line && a.code == b.code);
     Ok(findings)
@@ -95,6 +113,29 @@ mod tests {
             Err(LintError::Syntax { line, .. }) => assert_eq!(line, 4),
             other => panic!("expected a syntax error, got {other:?}"),
         }
+    }
+
+    #[test]
+    fn noqa_silences_a_line_or_the_file_and_selection_chooses_rules() {
+        let source = "import torch\nassert torch.cuda.is_available()\nfor x, y in loader:\n    loss = crit(model(x.cuda()), y)\n    loss.backward()\n    opt.step()\n    opt.zero_grad()\n    print(loss.item())  # noqa: GL101 every step on purpose\n    seen.append(y.cpu())\n";
+        let found = check(source).unwrap();
+        assert_eq!(
+            found.iter().map(|f| f.line).collect::<Vec<_>>(),
+            [9],
+            "{found:?}"
+        );
+        let string = source.replace("  # noqa: GL101 every step on purpose", "  ; s = '# noqa'");
+        assert_eq!(
+            check(&string).unwrap().len(),
+            2,
+            "a noqa in a string is not a comment"
+        );
+        let other_code = source.replace("noqa: GL101", "noqa: GL104");
+        assert_eq!(check(&other_code).unwrap().len(), 2);
+        let file_wide = format!("# gpulab: noqa: GL101\n{source}");
+        assert!(check(&file_wide).unwrap().is_empty());
+        let syncs_off = Selection::new(Vec::new(), vec!["GL1".into()]).unwrap();
+        assert!(check_with(source, &syncs_off).unwrap().is_empty());
     }
 
     #[test]

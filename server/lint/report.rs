@@ -1,10 +1,49 @@
 //! Findings as people read them from linters: one `file:line:col: CODE message` line
-//! each (the shape editors and CI annotate), or a JSON document with each rule's why,
-//! fix, lesson link and PyTorch version.
+//! each (the shape editors and CI annotate), a JSON document with each rule's why,
+//! fix, lesson link and PyTorch version, or GitHub Actions workflow commands
+//! (`::warning file=…,line=…::…`) that annotate a pull request's lines. SARIF, for code
+//! scanning, is [`super::sarif`].
 
 use serde::Serialize;
 
 use super::{Finding, LintError};
+
+/// One file's outcome in a run of `gpulab lint`.
+#[derive(Debug)]
+pub struct Checked {
+    /// The path as given.
+    pub file: String,
+    /// Its findings, or why it could not be checked.
+    pub outcome: Result<Vec<Finding>, Unchecked>,
+}
+
+/// Why a file could not be checked, and where, when a place is known.
+#[derive(Debug)]
+pub struct Unchecked {
+    /// What went wrong, in a sentence.
+    pub message: String,
+    /// 1-based line and column, for a syntax error.
+    pub place: Option<(usize, usize)>,
+}
+
+impl From<LintError> for Unchecked {
+    fn from(error: LintError) -> Self {
+        match error {
+            LintError::Syntax {
+                line,
+                column,
+                message,
+            } => Self {
+                message: format!("syntax error: {message}"),
+                place: Some((line, column)),
+            },
+            other => Self {
+                message: other.to_string(),
+                place: None,
+            },
+        }
+    }
+}
 
 /// One finding with its rule spelled out, as JSON and the web page show it.
 #[derive(Debug, Serialize, utoipa::ToSchema)]
@@ -78,6 +117,50 @@ pub fn lines(file: &str, findings: &[Finding]) -> String {
         .collect()
 }
 
+/// One GitHub Actions `::warning` command per finding, escaped as the Actions toolkit
+/// escapes them (`%`, CR and LF in the message; also `:` and `,` in properties).
+pub fn github(file: &str, findings: &[Finding]) -> String {
+    findings
+        .iter()
+        .map(|f| {
+            let rule = f.rule();
+            format!(
+                "::warning file={},line={},col={},title={}::{}\n",
+                escape_property(file),
+                f.line,
+                f.column,
+                escape_property(&format!("{} {}", f.code, rule.name)),
+                escape_data(&format!("{} ({})", f.message, rule.lesson_url()))
+            )
+        })
+        .collect()
+}
+
+/// The GitHub Actions `::error` command for a script that could not be checked.
+pub fn github_error(file: &str, error: &str, place: Option<(usize, usize)>) -> String {
+    let place = place
+        .map(|(line, column)| format!(",line={line},col={column}"))
+        .unwrap_or_default();
+    format!(
+        "::error file={}{place},title={}::{}\n",
+        escape_property(file),
+        escape_property("gpulab: could not check"),
+        escape_data(error)
+    )
+}
+
+/// A workflow command's message (`escapeData` in the Actions toolkit).
+pub fn escape_data(text: &str) -> String {
+    text.replace('%', "%25")
+        .replace('\r', "%0D")
+        .replace('\n', "%0A")
+}
+
+/// A workflow command's property value (`escapeProperty` in the Actions toolkit).
+pub fn escape_property(text: &str) -> String {
+    escape_data(text).replace(':', "%3A").replace(',', "%2C")
+}
+
 /// The line for a script that could not be checked.
 pub fn error_line(file: &str, error: &LintError) -> String {
     match error {
@@ -109,6 +192,20 @@ mod tests {
             explained.lesson_url,
             "/lessons/mixed-precision#autocast-16-bit-where-it-is-safe"
         );
+    }
+
+    #[test]
+    fn github_commands_escape_what_would_end_them() {
+        let findings =
+            super::super::check("import torch\nwith torch.cuda.amp.autocast():\n    pass\n")
+                .unwrap();
+        let text = github("dir,with:odd%name.py", &findings);
+        assert!(
+            text.starts_with("::warning file=dir%2Cwith%3Aodd%25name.py,line=2,col=6,title=GL401 deprecated-cuda-amp-autocast::"),
+            "{text}"
+        );
+        assert_eq!(text.lines().count(), 1);
+        assert_eq!(escape_data("50%\r\nnext"), "50%25%0D%0Anext");
     }
 
     #[test]
