@@ -336,6 +336,39 @@ async fn the_page_checks_a_form_post_and_is_linked_from_lessons_and_completion()
     let html = response.text().await.unwrap();
     assert!(html.contains("data-code=\"GL101\""), "{html}");
     assert!(html.contains("href=\"/lessons/async-and-timing#logging-without-stalling\""));
+    // The finding against the learner's own line: quoted, a caret under column 11,
+    // the lesson section by its title, and how to keep the line on purpose.
+    assert!(
+        html.contains("7 | </span>    print(loss.item())\n<span aria-hidden=\"true\">    </span><span class=\"lint-caret\" aria-hidden=\"true\">          ^</span>"),
+        "{html}"
+    );
+    assert!(html.contains(">Lesson 5, \u{201c}"), "{html}");
+    assert!(
+        html.contains("<code># noqa: GL101 your reason</code>"),
+        "{html}"
+    );
+    let silenced = SCRIPT.replace(
+        "print(loss.item())",
+        "print(loss.item())  # noqa: GL101 on purpose",
+    );
+    let quiet = support::client::post_form(
+        &app.client,
+        &format!("{}/lint", app.base),
+        &[("source", &silenced)],
+    )
+    .await
+    .text()
+    .await
+    .unwrap();
+    assert!(
+        !quiet.contains("data-code=\"GL101\""),
+        "the noqa is honoured on the page"
+    );
+    let home = app.get("/").await.text().await.unwrap();
+    assert!(
+        home.matches("href=\"/lint\"").count() >= 2,
+        "the home page links the checker in the navigation and in its body"
+    );
     assert!(
         html.contains("print(loss.item())"),
         "the script is echoed into the form"
@@ -358,8 +391,9 @@ async fn the_page_checks_a_form_post_and_is_linked_from_lessons_and_completion()
             .await
             .unwrap();
         assert!(
-            html.contains("href=\"/lint\""),
-            "{} links the checker",
+            html.contains("<li><a href=\"/lint\">Check your script</a></li>")
+                && html.matches("href=\"/lint\"").count() >= 2,
+            "{} links the checker, in the navigation and in the lesson",
             lesson.slug
         );
     }
