@@ -302,6 +302,31 @@ mod tests {
     }
 
     #[test]
+    fn gl101_found_when_backward_is_in_a_function_defined_in_the_loop() {
+        let source = "import torch\nfor x, y in loader:\n    def closure():\n        loss = crit(model(x.cuda()), y.cuda())\n        loss.backward()\n        return loss\n    loss = closure()\n    losses.append(loss.item())\n";
+        assert!(
+            has(source, "GL101"),
+            "the loop steps through its nested def"
+        );
+    }
+
+    #[test]
+    fn gl101_names_the_cpu_call_not_the_numpy_after_it() {
+        let found =
+            super::super::super::check(&in_loop("preds.append(logits.argmax(1).cpu().numpy())"))
+                .unwrap();
+        let finding = found
+            .iter()
+            .find(|f| f.code == "GL101")
+            .expect("the .cpu() waits");
+        assert!(
+            finding.message.starts_with("`.cpu()`"),
+            "{}",
+            finding.message
+        );
+    }
+
+    #[test]
     fn gl102_synchronize_every_step_but_not_for_a_measurement() {
         assert!(has(&in_loop("torch.cuda.synchronize()"), "GL102"));
         assert!(!has(
