@@ -93,14 +93,13 @@ pub fn under_no_grad(script: &Script, node: Node) -> bool {
                     return true;
                 }
             }
-            "decorated_definition" => {
+            "decorated_definition"
                 if children(parent)
                     .into_iter()
                     .filter(|c| c.kind() == "decorator")
-                    .any(|d| no_grad(script.text(d)))
-                {
-                    return true;
-                }
+                    .any(|d| no_grad(script.text(d))) =>
+            {
+                return true;
             }
             _ => {}
         }
