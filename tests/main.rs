@@ -28,6 +28,7 @@ mod learner;
 mod lesson_experiments;
 mod lint;
 mod lint_cli;
+mod lint_corpus;
 mod lint_lessons;
 mod measured_quiz;
 mod nojs;

@@ -2,9 +2,11 @@
 //! script ([`Flow`]) to its findings, with its positive and negative fixtures beside it.
 
 mod device;
+mod loader;
 mod memory;
 mod precision;
 mod sync;
+mod timing;
 mod transfer;
 
 use tree_sitter::Node;
@@ -18,7 +20,9 @@ pub fn run(flow: &Flow) -> Vec<Finding> {
     let mut out = Vec::new();
     for group in [
         sync::check,
+        timing::check,
         transfer::check,
+        loader::check,
         memory::check,
         precision::check,
         device::check,
