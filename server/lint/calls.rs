@@ -43,10 +43,16 @@ impl<'t> Calls<'t> {
             .into_iter()
             .filter(|n| n.kind() == "function_definition")
             .collect();
+        let mut by_name: HashMap<&str, Vec<Node<'t>>> = HashMap::new();
+        for def in &defs {
+            if let Some(name) = def.child_by_field_name("name") {
+                by_name.entry(script.text(name)).or_default().push(*def);
+            }
+        }
         let mut targets = HashMap::new();
         let mut callers: HashMap<usize, Vec<Node<'t>>> = HashMap::new();
         for call in calls {
-            let found = resolve(script, &defs, *call);
+            let found = resolve(script, &by_name, *call);
             for def in &found {
                 callers.entry(def.id()).or_default().push(*call);
             }
@@ -182,22 +188,23 @@ pub fn names_a_device(text: &str) -> bool {
 /// The functions a call may run: a bare name resolves to the module's and enclosing
 /// functions' `def`s of that name (not methods); `self.name` / `cls.name` to the
 /// methods of that name in the class around the call.
-fn resolve<'t>(script: &Script, defs: &[Node<'t>], call: Node<'t>) -> Vec<Node<'t>> {
+fn resolve<'t>(
+    script: &Script,
+    by_name: &HashMap<&str, Vec<Node<'t>>>,
+    call: Node<'t>,
+) -> Vec<Node<'t>> {
     let Some(function) = call.child_by_field_name("function") else {
         return Vec::new();
     };
-    let named = |name: &str| -> Vec<Node<'t>> {
-        defs.iter()
+    let named = |name: &str| {
+        by_name
+            .get(name)
+            .map_or(&[][..], Vec::as_slice)
+            .iter()
             .copied()
-            .filter(|d| {
-                d.child_by_field_name("name")
-                    .is_some_and(|n| script.text(n) == name)
-            })
-            .collect()
     };
     match function.kind() {
         "identifier" => named(script.text(function))
-            .into_iter()
             .filter(|d| class_of(*d).is_none())
             .collect(),
         "attribute" => {
@@ -214,7 +221,6 @@ fn resolve<'t>(script: &Script, defs: &[Node<'t>], call: Node<'t>) -> Vec<Node<'
                 .map(|a| script.text(a))
                 .unwrap_or_default();
             named(name)
-                .into_iter()
                 .filter(|d| class_of(*d) == Some(class))
                 .collect()
         }

@@ -33,6 +33,13 @@ pub struct Flow<'t, 's> {
     /// The script's own functions and their callers.
     pub graph: Calls<'t>,
     step_loops: RefCell<HashMap<usize, bool>>,
+    /// `every_step` answers by (node id, call depth): a helper called from many
+    /// places is worked out once, so call chains cannot blow up.
+    steps: RefCell<HashMap<(usize, usize), Option<Step<'t>>>>,
+    /// `runs_at_import` answers by (node id, call depth).
+    imports: RefCell<HashMap<(usize, usize), bool>>,
+    /// How many `every_step` answers were worked out (not looked up).
+    worked_out: std::cell::Cell<usize>,
 }
 
 /// How a node comes to run on every training step.
@@ -56,6 +63,9 @@ impl<'t, 's> Flow<'t, 's> {
             calls,
             graph,
             step_loops: RefCell::default(),
+            steps: RefCell::default(),
+            imports: RefCell::default(),
+            worked_out: std::cell::Cell::new(0),
         }
     }
 
@@ -104,6 +114,18 @@ impl<'t, 's> Flow<'t, 's> {
     }
 
     fn every_step_within(&self, node: Node<'t>, depth: usize) -> Option<Step<'t>> {
+        if let Some(known) = self.steps.borrow().get(&(node.id(), depth)) {
+            return known.clone();
+        }
+        let step = self.work_out_every_step(node, depth);
+        self.steps
+            .borrow_mut()
+            .insert((node.id(), depth), step.clone());
+        step
+    }
+
+    fn work_out_every_step(&self, node: Node<'t>, depth: usize) -> Option<Step<'t>> {
+        self.worked_out.set(self.worked_out.get() + 1);
         if let Some(step_loop) = self.step_loop(node) {
             return (!not_every_pass(self.script, node, step_loop, true)).then(|| Step {
                 step_loop,
@@ -128,7 +150,10 @@ impl<'t, 's> Flow<'t, 's> {
     }
 
     fn runs_at_import_within(&self, node: Node<'t>, depth: usize) -> bool {
-        match enclosing_function(node) {
+        if let Some(known) = self.imports.borrow().get(&(node.id(), depth)) {
+            return *known;
+        }
+        let runs = match enclosing_function(node) {
             None => !self.under_main_guard(node),
             Some(def) if def.kind() == "function_definition" && depth < CALL_DEPTH + 1 => self
                 .graph
@@ -136,7 +161,9 @@ impl<'t, 's> Flow<'t, 's> {
                 .iter()
                 .any(|c| self.runs_at_import_within(*c, depth + 1)),
             Some(_) => false,
-        }
+        };
+        self.imports.borrow_mut().insert((node.id(), depth), runs);
+        runs
     }
 
     /// Whether `node` sits under `if __name__ == "__main__":`.
@@ -177,7 +204,7 @@ mod tests {
 
     use super::*;
 
-    fn with_probe<R>(source: &str, f: impl FnOnce(&Flow, Node) -> R) -> R {
+    fn with_probe<R>(source: &str, f: impl for<'t> FnOnce(&Flow<'t, '_>, Node<'t>) -> R) -> R {
         let script = Script::parse(source, Duration::from_secs(5)).unwrap();
         let flow = Flow::new(&script);
         let probe = flow
@@ -242,6 +269,43 @@ mod tests {
         assert!(!every_step(&periodic));
         let method = "class T:\n    def log(self):\n        probe()\n    def fit(self):\n        for x in self.loader:\n            self.model(x).sum().backward()\n            self.opt.step()\n            self.log()\n";
         assert!(every_step(method));
+    }
+
+    #[test]
+    fn a_call_fan_out_is_worked_out_once_per_call_and_depth() {
+        let fan_out = |loop_body: &str| {
+            let mut source = String::from("def h0(loss):\n    return loss.item()\n");
+            for level in 1..3 {
+                source.push_str(&format!("def h{level}(loss):\n"));
+                source.push_str(&format!("    h{}(loss)\n", level - 1).repeat(40));
+            }
+            source.push_str(&format!(
+                "for x in loader:\n    loss = model(x).sum()\n{loop_body}"
+            ));
+            source.push_str(&"    h2(loss)\n".repeat(40));
+            source
+        };
+        let every_step = |source: &str| {
+            let script = Script::parse(source, Duration::from_secs(5)).unwrap();
+            let flow = Flow::new(&script);
+            let item = *flow
+                .calls
+                .iter()
+                .find(|c| script.method(**c) == "item")
+                .unwrap();
+            let found = flow.every_step(item).is_some();
+            (found, flow.worked_out.get(), flow.calls.len())
+        };
+        let (found, _, _) = every_step(&fan_out("    loss.backward()\n"));
+        assert!(found, "loop -> h2 -> h1 -> h0 runs every step");
+        // Not a step loop: all 40^3 call chains to the .item() lead nowhere, and each
+        // (call, depth) is still worked out only once.
+        let (found, worked_out, calls) = every_step(&fan_out(""));
+        assert!(!found);
+        assert!(
+            worked_out <= (CALL_DEPTH + 1) * calls,
+            "{worked_out} answers worked out for {calls} calls"
+        );
     }
 
     #[test]

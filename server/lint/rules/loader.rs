@@ -2,25 +2,128 @@
 //! pageable memory (GL202), items decoded and transformed in the training process
 //! (GL203), and worker processes started by code that runs at import with no
 //! `__main__` guard (GL204). GL202 and GL203 are about a waiting GPU and are silent on
-//! a script that never uses one; GL204 is not.
+//! a script that never uses one; GL204 is not. What every call needs to know about the
+//! script (its assignments, the classes that read files, the loops that run at import)
+//! is worked out once, so a script with many loaders stays fast.
+
+use std::collections::{HashMap, HashSet};
 
 use tree_sitter::Node;
 
-use super::super::context::scope;
 use super::super::flow::Flow;
-use super::super::parse::Script;
+use super::super::parse::{Script, preorder};
 use super::{Finding, at};
 
+/// What the `DataLoader` rules need to know about the whole script.
+struct Pipeline<'t, 's> {
+    /// Each plain name to the values it is assigned anywhere in the script.
+    assigned: HashMap<&'s str, Vec<Node<'t>>>,
+    /// Classes whose `__getitem__` reads a file or applies a transform.
+    reading: HashSet<&'s str>,
+    /// Whether a step loop runs at import (the script trains when imported).
+    trains_at_import: bool,
+    /// The names the loops that run at import iterate over.
+    iterated_at_import: HashSet<&'s str>,
+}
+
+impl<'t, 's> Pipeline<'t, 's> {
+    fn new(flow: &Flow<'t, 's>) -> Self {
+        let script = flow.script;
+        let mut assigned: HashMap<&'s str, Vec<Node<'t>>> = HashMap::new();
+        let mut trains_at_import = false;
+        let mut iterated_at_import = HashSet::new();
+        for node in script.nodes() {
+            match node.kind() {
+                "assignment" => {
+                    if let (Some(left), Some(right)) = (
+                        node.child_by_field_name("left"),
+                        node.child_by_field_name("right"),
+                    ) && left.kind() == "identifier"
+                    {
+                        assigned.entry(script.text(left)).or_default().push(right);
+                    }
+                }
+                "for_statement" | "while_statement" if flow.runs_at_import(node) => {
+                    trains_at_import |= flow.is_step_loop(node);
+                    if let Some(iterable) = node.child_by_field_name("right") {
+                        iterated_at_import.extend(
+                            preorder(iterable)
+                                .into_iter()
+                                .filter(|n| n.kind() == "identifier")
+                                .map(|n| script.text(n)),
+                        );
+                    }
+                }
+                _ => {}
+            }
+        }
+        Self {
+            assigned,
+            reading: reading_classes(script),
+            trains_at_import,
+            iterated_at_import,
+        }
+    }
+
+    /// Whether code that runs at import iterates the loader `call` builds (a loop over
+    /// the name it is assigned to) or trains at all. Building a loader starts no worker;
+    /// iterating it does.
+    fn iterated_at_import(&self, script: &Script, call: Node) -> bool {
+        self.trains_at_import
+            || call
+                .parent()
+                .filter(|p| p.kind() == "assignment")
+                .and_then(|a| a.child_by_field_name("left"))
+                .is_some_and(|name| self.iterated_at_import.contains(script.text(name)))
+    }
+
+    /// Whether the dataset `expr` does real work per item — a torchvision dataset of
+    /// files or images, anything built with a `transform`, or a class of this script
+    /// whose `__getitem__` opens, reads, decodes or transforms — so that loading it in
+    /// the training process costs time the GPU waits through. An in-memory
+    /// `TensorDataset`, a pre-tokenised dataset or anything this file does not show is
+    /// given the benefit of the doubt.
+    fn works_per_item(&self, script: &Script, expr: Node, depth: usize) -> bool {
+        match expr.kind() {
+            "call" => {
+                let method = script.method(expr);
+                FILE_DATASETS.contains(&method)
+                    || script.keyword(expr, "transform").is_some()
+                    || script.arguments(expr).iter().any(|a| {
+                        a.kind() == "identifier"
+                            && script.text(*a).to_ascii_lowercase().contains("transform")
+                    })
+                    || self.reading.contains(method)
+            }
+            "identifier" if depth < 3 => {
+                self.assigned.get(script.text(expr)).is_some_and(|values| {
+                    values
+                        .iter()
+                        .any(|v| self.works_per_item(script, *v, depth + 1))
+                })
+            }
+            _ => false,
+        }
+    }
+}
+
 pub(super) fn check(flow: &Flow, out: &mut Vec<Finding>) {
+    let mut pipeline = None;
     for call in &flow.calls {
         if flow.script.method(*call) == "DataLoader" {
-            dataloader(flow, *call, out);
+            let pipeline = pipeline.get_or_insert_with(|| Pipeline::new(flow));
+            dataloader(flow, pipeline, *call, out);
         }
     }
 }
 
 /// GL202, GL203 and GL204 on one `DataLoader(...)` call.
-fn dataloader(flow: &Flow, call: Node, out: &mut Vec<Finding>) {
+fn dataloader<'t>(
+    flow: &Flow<'t, '_>,
+    pipeline: &Pipeline,
+    call: Node<'t>,
+    out: &mut Vec<Finding>,
+) {
     let script = flow.script;
     let splat = script.has_dict_splat(call);
     if flow.gpu && !splat && script.keyword(call, "pin_memory").is_none() {
@@ -38,8 +141,7 @@ fn dataloader(flow: &Flow, call: Node, out: &mut Vec<Finding>) {
     if flow.gpu
         && !splat
         && workers.is_none_or(|w| w == "0")
-        && let Some(dataset) = dataset
-        && works_per_item(script, dataset, 0)
+        && dataset.is_some_and(|d| pipeline.works_per_item(script, d, 0))
     {
         out.push(at(
             script,
@@ -51,7 +153,7 @@ fn dataloader(flow: &Flow, call: Node, out: &mut Vec<Finding>) {
     }
     if (splat || workers.is_some_and(|w| w != "0"))
         && flow.runs_at_import(call)
-        && iterated_at_import(flow, call)
+        && pipeline.iterated_at_import(script, call)
     {
         out.push(at(
             script,
@@ -60,30 +162,6 @@ fn dataloader(flow: &Flow, call: Node, out: &mut Vec<Finding>) {
             "this `DataLoader` may start worker processes, and the code that iterates it runs at import with no `if __name__ == \"__main__\":` guard".into(),
         ));
     }
-}
-
-/// Whether code that runs at import iterates the loader `call` builds (a `for` over a
-/// name it is assigned to) or trains at all (a step loop runs at import). Building a
-/// loader starts no worker; iterating it does.
-fn iterated_at_import(flow: &Flow, call: Node) -> bool {
-    let script = flow.script;
-    let name = call
-        .parent()
-        .filter(|p| p.kind() == "assignment")
-        .and_then(|a| a.child_by_field_name("left"))
-        .map(|l| script.text(l));
-    script.nodes().into_iter().any(|l| {
-        matches!(l.kind(), "for_statement" | "while_statement")
-            && flow.runs_at_import(l)
-            && (flow.is_step_loop(l)
-                || name.is_some_and(|name| {
-                    l.child_by_field_name("right").is_some_and(|iterable| {
-                        super::super::parse::preorder(iterable)
-                            .into_iter()
-                            .any(|n| n.kind() == "identifier" && script.text(n) == name)
-                    })
-                }))
-    })
 }
 
 /// Dataset classes (torchvision's) that read and decode a file or an image per item.
@@ -106,67 +184,32 @@ const FILE_DATASETS: [&str; 16] = [
     "CelebA",
 ];
 
-/// Whether the dataset `expr` does real work per item — a torchvision dataset of files
-/// or images, anything built with a `transform`, or a class of this script whose
-/// `__getitem__` opens, reads, decodes or transforms — so that loading it in the
-/// training process costs time the GPU waits through. An in-memory `TensorDataset`,
-/// a pre-tokenised dataset or anything this file does not show is given the benefit
-/// of the doubt.
-fn works_per_item(script: &Script, expr: Node, depth: usize) -> bool {
-    if depth > 2 {
-        return false;
-    }
-    match expr.kind() {
-        "call" => {
-            let method = script.method(expr);
-            FILE_DATASETS.contains(&method)
-                || script.keyword(expr, "transform").is_some()
-                || script.arguments(expr).iter().any(|a| {
-                    a.kind() == "identifier"
-                        && script.text(*a).to_ascii_lowercase().contains("transform")
-                })
-                || class_reads_items(script, method)
-        }
-        "identifier" => {
-            let name = script.text(expr);
-            let root = scope(expr).unwrap_or_else(|| script.tree.root_node());
-            super::super::context::same_scope(root)
-                .into_iter()
-                .chain(super::super::context::same_scope(script.tree.root_node()))
-                .filter(|n| n.kind() == "assignment")
-                .filter(|n| {
-                    n.child_by_field_name("left")
-                        .is_some_and(|l| script.text(l) == name)
-                })
-                .filter_map(|n| n.child_by_field_name("right"))
-                .any(|r| works_per_item(script, r, depth + 1))
-        }
-        _ => false,
-    }
-}
-
-/// Whether this script defines a class `name` whose `__getitem__` opens, reads, loads
-/// or decodes a file, or applies a transform.
-fn class_reads_items(script: &Script, name: &str) -> bool {
-    script.nodes().into_iter().any(|class| {
-        class.kind() == "class_definition"
-            && class
+/// The classes this script defines whose `__getitem__` opens, reads, loads or decodes
+/// a file, or applies a transform (worked out once per script).
+fn reading_classes<'s>(script: &Script<'s>) -> HashSet<&'s str> {
+    let mut out = HashSet::new();
+    for def in script.nodes() {
+        let is_getitem = def.kind() == "function_definition"
+            && def
                 .child_by_field_name("name")
-                .is_some_and(|n| script.text(n) == name)
-            && script.nodes().into_iter().any(|def| {
-                def.kind() == "function_definition"
-                    && super::super::parse::contains(class, def)
-                    && def
-                        .child_by_field_name("name")
-                        .is_some_and(|n| script.text(n) == "__getitem__")
-                    && super::super::context::calls_in(def).any(|c| {
-                        let callee = script.callee(c).to_ascii_lowercase();
-                        ["open", "read", "load", "decode", "transform"]
-                            .iter()
-                            .any(|w| callee.contains(w))
-                    })
+                .is_some_and(|n| script.text(n) == "__getitem__");
+        let class = def
+            .parent()
+            .and_then(|block| block.parent())
+            .filter(|c| c.kind() == "class_definition");
+        if is_getitem
+            && let Some(name) = class.and_then(|c| c.child_by_field_name("name"))
+            && super::super::context::calls_in(def).any(|c| {
+                let callee = script.callee(c).to_ascii_lowercase();
+                ["open", "read", "load", "decode", "transform"]
+                    .iter()
+                    .any(|w| callee.contains(w))
             })
-    })
+        {
+            out.insert(script.text(name));
+        }
+    }
+    out
 }
 
 #[cfg(test)]

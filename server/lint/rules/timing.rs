@@ -3,9 +3,12 @@
 //! work. What counts as a sync is the call graph's answer ([`super::super::calls`]): an
 //! `.item()`, a blocking copy, `synchronize()`, or a helper of the script that does one.
 
+use std::cell::RefCell;
+use std::collections::HashMap;
+
 use tree_sitter::Node;
 
-use super::super::context::{calls_in, loops, scope};
+use super::super::context::{loops, scope};
 use super::super::flow::Flow;
 use super::super::parse::contains;
 use super::{Finding, at};
@@ -27,6 +30,109 @@ pub(super) fn check(flow: &Flow, out: &mut Vec<Finding>) {
     }
 }
 
+/// One call as the timing check sees it.
+#[derive(Clone, Copy)]
+struct Event<'t> {
+    call: Node<'t>,
+    start: usize,
+    end: usize,
+    waits: bool,
+    works: bool,
+}
+
+/// The script's calls by function, in source order, each with whether it waits for
+/// the GPU and whether it queues GPU work, and what each loop's pass does: worked out
+/// once, so a script full of timer reads stays fast.
+struct Clock<'t> {
+    /// By the id of the function holding them (`None` for module level).
+    events: HashMap<Option<usize>, Vec<Event<'t>>>,
+    /// By loop id: (queues work, waits) over a pass.
+    passes: RefCell<HashMap<usize, (bool, bool)>>,
+}
+
+impl<'t> Clock<'t> {
+    fn new(flow: &Flow<'t, '_>) -> Self {
+        let mut events: HashMap<Option<usize>, Vec<Event<'t>>> = HashMap::new();
+        for call in &flow.calls {
+            events
+                .entry(scope(*call).map(|s| s.id()))
+                .or_default()
+                .push(Event {
+                    call: *call,
+                    start: call.start_byte(),
+                    end: call.end_byte(),
+                    waits: flow.graph.waits(flow.script, *call),
+                    works: flow.graph.queues_work(flow.script, *call),
+                });
+        }
+        for list in events.values_mut() {
+            list.sort_by_key(|e| e.start);
+        }
+        Self {
+            events,
+            passes: RefCell::default(),
+        }
+    }
+
+    /// The calls of `read`'s function that lie within `start..end` (bytes).
+    fn between(
+        &self,
+        read: Node,
+        start: usize,
+        end: usize,
+    ) -> impl Iterator<Item = Event<'t>> + '_ {
+        let list = self
+            .events
+            .get(&scope(read).map(|s| s.id()))
+            .map_or(&[][..], Vec::as_slice);
+        let first = list.partition_point(|e| e.start < start);
+        list[first..]
+            .iter()
+            .take_while(move |e| e.start < end)
+            .filter(move |e| e.end <= end)
+            .copied()
+    }
+
+    /// (queues work, waits) over one pass of `pass`.
+    fn pass(&self, pass: Node) -> (bool, bool) {
+        if let Some(known) = self.passes.borrow().get(&pass.id()) {
+            return *known;
+        }
+        let body = pass.child_by_field_name("body").unwrap_or(pass);
+        let found = self
+            .between(body, body.start_byte(), body.end_byte())
+            .fold((false, false), |(w, s), e| (w || e.works, s || e.waits));
+        self.passes.borrow_mut().insert(pass.id(), found);
+        found
+    }
+
+    /// Whether a pass of `pass` queues GPU work and nothing in it waits for the GPU.
+    fn pass_only_queues(&self, pass: Node) -> bool {
+        let (works, waits) = self.pass(pass);
+        works && !waits
+    }
+
+    /// Whether GPU work queued between the reads `previous` and `read` is left with no
+    /// sync after it. Work inside a loop that waits on every pass is forgiven: the
+    /// reading then misses at most that loop's last pass.
+    fn pending_work(&self, previous: Node, read: Node) -> bool {
+        let start = previous.end_byte();
+        let mut pending = None;
+        for event in self.between(read, start, read.start_byte()) {
+            if event.waits {
+                pending = None;
+            } else if event.works {
+                pending = Some(event);
+            }
+        }
+        pending.is_some_and(|work| {
+            !loops(work.call)
+                .into_iter()
+                .any(|l| l.start_byte() >= start && self.pass(l).1)
+        })
+    }
+}
+
 /// GL103: each host-timer read, against the reading before it.
 ///
 /// - Outside loops, a read is checked over the code since the previous read in its
@@ -39,35 +145,33 @@ pub(super) fn check(flow: &Flow, out: &mut Vec<Finding>) {
 ///   wait charges the rest, and the readings add up to the time the GPU took.
 fn timers_without_sync(flow: &Flow, out: &mut Vec<Finding>) {
     let script = flow.script;
-    let timers: Vec<Node> = flow
+    let reads: Vec<(Node, Option<usize>, Option<Node>)> = flow
         .calls
         .iter()
-        .copied()
-        .filter(|c| TIMERS.contains(&script.callee(*c).as_str()))
+        .filter(|c| TIMERS.contains(&script.callee(**c).as_str()))
+        .map(|c| (*c, scope(*c).map(|s| s.id()), loops(*c).into_iter().next()))
         .collect();
-    for (i, read) in timers.iter().enumerate() {
-        let earlier = timers[..i]
-            .iter()
-            .rev()
-            .filter(|p| scope(**p) == scope(*read));
-        let unsynced = match loops(*read).into_iter().next() {
+    if reads.is_empty() {
+        return;
+    }
+    let clock = Clock::new(flow);
+    for (i, (read, in_scope, in_loop)) in reads.iter().enumerate() {
+        let mut earlier = reads[..i].iter().rev().filter(|p| p.1 == *in_scope);
+        let unsynced = match in_loop {
             None => earlier
-                .clone()
                 .next()
-                .is_some_and(|p| pending_work(flow, p.end_byte(), read.start_byte(), *read)),
-            Some(pass) => {
-                let same_pass = earlier
-                    .clone()
-                    .find(|p| loops(**p).into_iter().next() == Some(pass));
-                match same_pass {
-                    Some(p) => {
-                        let (work, waits) = between(flow, p.end_byte(), read.start_byte(), *read);
-                        work && !waits
-                            && (!conditional(*p, *read, pass) || pass_only_queues(flow, pass))
-                    }
-                    None => pass_only_queues(flow, pass),
+                .is_some_and(|p| clock.pending_work(p.0, *read)),
+            Some(pass) => match earlier.find(|p| p.2 == Some(*pass)) {
+                Some(p) => {
+                    let (works, waits) = clock
+                        .between(*read, p.0.end_byte(), read.start_byte())
+                        .fold((false, false), |(w, s), e| (w || e.works, s || e.waits));
+                    works
+                        && !waits
+                        && (!conditional(p.0, *read, *pass) || clock.pass_only_queues(*pass))
                 }
-            }
+                None => clock.pass_only_queues(*pass),
+            },
         };
         if unsynced {
             out.push(at(
@@ -81,16 +185,6 @@ fn timers_without_sync(flow: &Flow, out: &mut Vec<Finding>) {
             ));
         }
     }
-}
-
-/// Whether a pass of `pass` queues GPU work and nothing in it waits for the GPU.
-fn pass_only_queues(flow: &Flow, pass: Node) -> bool {
-    let body: Vec<Node> = pass
-        .child_by_field_name("body")
-        .map(|b| calls_in(b).collect())
-        .unwrap_or_default();
-    body.iter().any(|c| flow.graph.queues_work(flow.script, *c))
-        && !body.iter().any(|c| flow.graph.waits(flow.script, *c))
 }
 
 /// Whether `earlier` sits in a branch of `pass` that does not also hold `read`, so on
@@ -107,46 +201,6 @@ fn conditional(earlier: Node, read: Node, pass: Node) -> bool {
         current = parent;
     }
     false
-}
-
-/// Whether the calls between `start` and `end` (bytes, in `read`'s function) queue GPU
-/// work, and whether any of them waits for the GPU.
-fn between(flow: &Flow, start: usize, end: usize, read: Node) -> (bool, bool) {
-    let root = scope(read).unwrap_or_else(|| flow.script.tree.root_node());
-    let calls = calls_in(root).filter(|c| c.start_byte() >= start && c.end_byte() <= end);
-    calls.fold((false, false), |(work, waits), c| {
-        (
-            work || flow.graph.queues_work(flow.script, c),
-            waits || flow.graph.waits(flow.script, c),
-        )
-    })
-}
-
-/// Whether GPU work queued between `start` and `end` (bytes, in `read`'s function) is
-/// left with no sync after it. Work inside a loop that waits on every pass is
-/// forgiven: the reading then misses at most that loop's last pass.
-fn pending_work(flow: &Flow, start: usize, end: usize, read: Node) -> bool {
-    let script = flow.script;
-    let root = scope(read).unwrap_or_else(|| script.tree.root_node());
-    let mut calls: Vec<Node> = calls_in(root)
-        .filter(|c| c.start_byte() >= start && c.end_byte() <= end)
-        .collect();
-    calls.sort_by_key(Node::start_byte);
-    let mut pending = None;
-    for call in calls {
-        if flow.graph.waits(script, call) {
-            pending = None;
-        } else if flow.graph.queues_work(script, call) {
-            pending = Some(call);
-        }
-    }
-    pending.is_some_and(|work| {
-        !loops(work).into_iter().any(|l| {
-            l.start_byte() >= start
-                && l.child_by_field_name("body")
-                    .is_some_and(|b| calls_in(b).any(|c| flow.graph.waits(script, c)))
-        })
-    })
 }
 
 #[cfg(test)]
