@@ -67,6 +67,8 @@ fn exit_status_is_0_clean_1_findings_2_could_not_check() {
         "undeclared Latin-1"
     );
     assert_eq!(lint_in(dir.path(), &["no-such-file.py"]).0, Some(2));
+    let big = write("big.py", "x = 1\n".repeat(40_000).as_bytes());
+    assert_eq!(lint_in(dir.path(), &[&big]).0, Some(2), "over 200 KB");
     assert_eq!(lint_in(dir.path(), &["--select", "XX9", &clean]).0, Some(2));
 }
 
@@ -82,6 +84,51 @@ fn a_declared_encoding_is_read_as_python_reads_it() {
         text.contains("cp1252.py:10:11: GL101"),
         "lines counted after decoding: {text}"
     );
+}
+
+/// How CPython decodes `bytes` as a source file: its text, or `None` when it refuses.
+fn cpython_decodes(bytes: &[u8]) -> Option<String> {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("source.py");
+    std::fs::write(&path, bytes).unwrap();
+    let program = "import sys, tokenize\ndata = open(sys.argv[1], 'rb').read()\ntry:\n    encoding, _ = tokenize.detect_encoding(open(sys.argv[1], 'rb').readline)\n    text = data.decode(encoding)\nexcept (SyntaxError, UnicodeDecodeError, LookupError):\n    sys.exit(3)\nsys.stdout.buffer.write(text.encode('utf-8'))\n";
+    let output = Command::new("python3")
+        .args(["-c", program, path.to_str().unwrap()])
+        .output()
+        .expect("python3 is installed (tests/setup.sh)");
+    match output.status.code() {
+        Some(0) => Some(String::from_utf8(output.stdout).unwrap()),
+        Some(3) => None,
+        other => panic!(
+            "python3 failed ({other:?}): {}",
+            String::from_utf8_lossy(&output.stderr)
+        ),
+    }
+}
+
+#[test]
+fn declared_encodings_are_decoded_as_cpython_decodes_them() {
+    let cases: [&[u8]; 10] = [
+        b"# -*- coding: latin-1 -*-\nx = '\x80\xe9\xff'\n",
+        b"#!/usr/bin/env python\n# vim: set fileencoding=cp1252 :\nx = '\x80 \x93ok\x94'\n",
+        b"# coding: cp1252\nx = '\x81'\n",
+        b"# coding=shift_jis\nx = '\x93\xfa\x96\x7b'\n",
+        b"# -*- coding: euc-jp -*-\nx = '\xc6\xfc\xcb\xdc'\n",
+        b"# coding: koi8-r\nx = '\xf0\xf2\xe9'\n",
+        b"\xef\xbb\xbfx = '\xc3\xa9'\n",
+        b"x = '\xe9'\n",
+        b"# coding: utf-8\nx = '\xc3\xa9'\r\ny = 1\r\n",
+        b"import os\n# coding: latin-1\nx = '\xe9'\n",
+    ];
+    for bytes in cases {
+        let ours = gpulab::lint::source::decode(bytes).ok();
+        assert_eq!(
+            ours,
+            cpython_decodes(bytes),
+            "{}",
+            String::from_utf8_lossy(bytes)
+        );
+    }
 }
 
 #[test]

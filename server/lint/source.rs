@@ -42,6 +42,13 @@ pub fn decode(bytes: &[u8]) -> Result<String, String> {
             let encoding = encoding_rs::Encoding::for_label(other.as_bytes())
                 .filter(|e| e.is_ascii_compatible() && *e != encoding_rs::REPLACEMENT)
                 .ok_or_else(|| format!("unknown or unusable source encoding `{other}`"))?;
+            // The Encoding Standard maps the five bytes Windows-1252 leaves undefined to
+            // C1 controls; Python's cp1252 codec refuses them, and so does the checker.
+            if encoding == encoding_rs::WINDOWS_1252
+                && let Some(at) = body.iter().position(|b| [0x81, 0x8D, 0x8F, 0x90, 0x9D].contains(b))
+            {
+                return Err(format!("byte {at}: not valid windows-1252, the encoding it declares"));
+            }
             encoding
                 .decode_without_bom_handling_and_without_replacement(body)
                 .map(|text| text.into_owned())
