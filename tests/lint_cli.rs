@@ -3,8 +3,10 @@
 //! `--ignore`, `[tool.gpulab]` and `# noqa` choose what is reported; a file in a
 //! declared encoding is read as Python reads it; and each output format is read back by
 //! a reader someone else wrote: SARIF by the `jsonschema` crate against OASIS's own
-//! schema, JSON against the schema the server's OpenAPI document publishes, the hook
-//! manifest as pre-commit's fields.
+//! schema, JSON against the schema the server's OpenAPI document publishes, PEP 263
+//! decoding against CPython, the hook manifest as pre-commit's fields (tests/run.sh also
+//! runs `pre-commit validate-manifest`, and tests/e2e/github-annotations.mjs compares
+//! the GitHub annotations with @actions/core's).
 
 use std::path::Path;
 use std::process::Command;
@@ -260,7 +262,7 @@ fn github_output_is_one_annotation_per_finding() {
     let lines: Vec<&str> = text.lines().collect();
     assert_eq!(lines.len(), 2, "{text}");
     assert!(
-        lines[0].starts_with("::warning file=train.py,line=8,col=11,title=GL101 sync-every-step::`.item()` runs on every training step"),
+        lines[0].starts_with("::warning title=GL101 sync-every-step,file=train.py,line=8,col=11::`.item()` runs on every training step"),
         "{text}"
     );
 }

@@ -58,6 +58,9 @@ fi
 # Every experiment trace parsed by Chrome DevTools' trace engine (tests/e2e's node_modules).
 echo "== experiment traces read by Chrome DevTools' trace engine (tests/e2e/trace-reader.mjs)"
 (cd tests/e2e && GPULAB_BIN=../../target/debug/gpulab node --test trace-reader.mjs)
+# `gpulab lint --format github` compared with the Actions toolkit's own writer.
+echo "== script doctor annotations as @actions/core writes them (tests/e2e/github-annotations.mjs)"
+(cd tests/e2e && GPULAB_BIN=../../target/debug/gpulab node --test github-annotations.mjs)
 # End-to-end: drives target/debug/gpulab (built by cargo test above) in headless Chromium.
 echo "== end-to-end tests (tests/e2e/run.mjs)"
 e2e_status=0

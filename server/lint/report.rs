@@ -117,19 +117,21 @@ pub fn lines(file: &str, findings: &[Finding]) -> String {
         .collect()
 }
 
-/// One GitHub Actions `::warning` command per finding, escaped as the Actions toolkit
-/// escapes them (`%`, CR and LF in the message; also `:` and `,` in properties).
+/// One GitHub Actions `::warning` command per finding, written as the Actions
+/// toolkit's `core.warning(message, {title, file, startLine, startColumn})` writes it
+/// (properties in its order; `%`, CR and LF escaped in the message, also `:` and `,` in
+/// properties): `tests/e2e/github-annotations.mjs` compares the two byte for byte.
 pub fn github(file: &str, findings: &[Finding]) -> String {
     findings
         .iter()
         .map(|f| {
             let rule = f.rule();
             format!(
-                "::warning file={},line={},col={},title={}::{}\n",
+                "::warning title={},file={},line={},col={}::{}\n",
+                escape_property(&format!("{} {}", f.code, rule.name)),
                 escape_property(file),
                 f.line,
                 f.column,
-                escape_property(&format!("{} {}", f.code, rule.name)),
                 escape_data(&format!("{} ({})", f.message, rule.lesson_url()))
             )
         })
@@ -142,9 +144,9 @@ pub fn github_error(file: &str, error: &str, place: Option<(usize, usize)>) -> S
         .map(|(line, column)| format!(",line={line},col={column}"))
         .unwrap_or_default();
     format!(
-        "::error file={}{place},title={}::{}\n",
-        escape_property(file),
+        "::error title={},file={}{place}::{}\n",
         escape_property("gpulab: could not check"),
+        escape_property(file),
         escape_data(error)
     )
 }
@@ -201,7 +203,7 @@ mod tests {
                 .unwrap();
         let text = github("dir,with:odd%name.py", &findings);
         assert!(
-            text.starts_with("::warning file=dir%2Cwith%3Aodd%25name.py,line=2,col=6,title=GL401 deprecated-cuda-amp-autocast::"),
+            text.starts_with("::warning title=GL401 deprecated-cuda-amp-autocast,file=dir%2Cwith%3Aodd%25name.py,line=2,col=6::"),
             "{text}"
         );
         assert_eq!(text.lines().count(), 1);
