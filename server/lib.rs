@@ -25,8 +25,10 @@
 //!   answers are read and graded here too. `gpulab check` runs the same chain.
 //! - [`lint`]: the script doctor. A learner's own training script, parsed (never run)
 //!   with tree-sitter's Python grammar, checked against the course's pitfalls with each
-//!   finding's place in the script (training loop, `no_grad`, periodic `if`), its
-//!   lesson section and experiment; used by the "Check your script" page,
+//!   finding's place computed (the step loop, calls followed into the script's own
+//!   functions, what runs at import), its lesson section, experiment and checked
+//!   source; `noqa` comments, rule selection and `[tool.gpulab]`, PEP 263 encodings,
+//!   and text, JSON, GitHub and SARIF output; used by the "Check your script" page,
 //!   `POST /api/lint` and `gpulab lint`.
 //! - [`db`]: the database — a SQLite file (WAL, migrated on start-up) or PostgreSQL, one
 //!   SQL surface for both — of students, quiz attempts and answers, resume codes,

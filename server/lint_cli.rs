@@ -1,13 +1,18 @@
-//! `gpulab lint FILE…`: the script doctor in a terminal or a learner's CI. Prints one
-//! `file:line:col: CODE message` line per finding (or a JSON document with
-//! `--format json`) and exits 1 when anything was found or a file is not valid Python,
-//! 2 when a file cannot be read, 0 when every file is clean.
+//! `gpulab lint FILE…`: the script doctor in a terminal, a pre-commit hook or CI, with
+//! the habits of the linters people already run. Rules are chosen by `--select` /
+//! `--ignore`, or else by `[tool.gpulab]` in the nearest `pyproject.toml` (`--config`
+//! names one, `--isolated` reads none); `# noqa: GL101` comments silence a line. Each
+//! file is read in the encoding it declares (PEP 263). Output is `text`
+//! (`file:line:col: CODE message`), `json`, `github` (Actions annotations) or `sarif`
+//! (code scanning). Exit status: 0 clean, 1 findings, 2 could not check a file or the
+//! configuration is wrong, so CI can tell "fix your script" from "fix the check".
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Args, ValueEnum};
-use gpulab::lint::{self, LintError, report};
+use gpulab::lint::report::{self, Checked, Unchecked};
+use gpulab::lint::{self, Selection, config, sarif, source};
 
 /// Arguments of `gpulab lint`.
 #[derive(Args)]
@@ -16,9 +21,24 @@ pub struct LintArgs {
     #[arg(required = true, value_name = "FILE")]
     files: Vec<PathBuf>,
     /// `text`: one `file:line:col: CODE message` line per finding; `json`: each file's
-    /// findings with their why, fix and lesson links.
+    /// findings with their why, fix and lesson links; `github`: GitHub Actions
+    /// annotations; `sarif`: a SARIF 2.1.0 log for code scanning.
     #[arg(long, value_enum, default_value_t = Format::Text)]
     format: Format,
+    /// Rules to run: codes or prefixes, comma-separated (`GL1,GL203`); replaces the
+    /// project's `select`.
+    #[arg(long, value_delimiter = ',', value_name = "CODES")]
+    select: Vec<String>,
+    /// Rules not to run: codes or prefixes, comma-separated; replaces the project's
+    /// `ignore`.
+    #[arg(long, value_delimiter = ',', value_name = "CODES")]
+    ignore: Vec<String>,
+    /// The `pyproject.toml` to read `[tool.gpulab]` from, instead of the nearest one.
+    #[arg(long, value_name = "PYPROJECT", conflicts_with = "isolated")]
+    config: Option<PathBuf>,
+    /// Read no `pyproject.toml`.
+    #[arg(long)]
+    isolated: bool,
 }
 
 /// Output formats.
@@ -26,6 +46,8 @@ pub struct LintArgs {
 enum Format {
     Text,
     Json,
+    Github,
+    Sarif,
 }
 
 /// One file's outcome in the JSON document.
@@ -37,59 +59,134 @@ struct FileReport {
 }
 
 impl LintArgs {
-    /// Checks every file and prints the report.
+    /// Checks every file, prints the report and says how it went.
     pub fn run(self) -> ExitCode {
-        let mut found = false;
-        let mut unreadable = false;
-        let mut reports = Vec::new();
-        for path in &self.files {
-            let name = path.display().to_string();
-            let outcome = match std::fs::read(path) {
-                Err(e) => {
-                    eprintln!("{name}: cannot read it: {e}");
-                    unreadable = true;
-                    continue;
-                }
-                Ok(bytes) => match String::from_utf8(bytes) {
-                    Ok(text) => lint::check(&text),
-                    Err(_) => {
-                        eprintln!("{name}: not UTF-8 text");
-                        unreadable = true;
-                        continue;
-                    }
-                },
-            };
-            found |= !matches!(&outcome, Ok(findings) if findings.is_empty());
-            match self.format {
-                Format::Text => match &outcome {
-                    Ok(findings) => print!("{}", report::lines(&name, findings)),
-                    Err(error) => print!("{}", report::error_line(&name, error)),
-                },
-                Format::Json => reports.push(FileReport {
-                    file: name,
-                    findings: outcome
-                        .as_ref()
-                        .map(|f| f.iter().map(report::Explained::new).collect())
-                        .unwrap_or_default(),
-                    error: outcome.as_ref().err().map(LintError::to_string),
-                }),
+        let selection = match self.selection() {
+            Ok(selection) => selection,
+            Err(message) => {
+                eprintln!("gpulab lint: {message}");
+                return ExitCode::from(2);
             }
+        };
+        let checked: Vec<Checked> = self
+            .files
+            .iter()
+            .map(|path| Checked {
+                file: path.display().to_string(),
+                outcome: check_file(path, &selection),
+            })
+            .collect();
+        if let Err(e) = self.print(&checked) {
+            eprintln!("gpulab lint: cannot write the report: {e}");
+            return ExitCode::from(2);
         }
-        if let Format::Json = self.format {
-            match serde_json::to_string_pretty(&reports) {
-                Ok(text) => println!("{text}"),
-                Err(e) => {
-                    eprintln!("gpulab: {e}");
-                    return ExitCode::from(2);
-                }
-            }
-        }
-        if unreadable {
+        if checked.iter().any(|c| c.outcome.is_err()) {
             ExitCode::from(2)
-        } else if found {
-            ExitCode::FAILURE
+        } else if checked
+            .iter()
+            .any(|c| c.outcome.as_ref().is_ok_and(|f| !f.is_empty()))
+        {
+            ExitCode::from(1)
         } else {
             ExitCode::SUCCESS
         }
     }
+
+    /// The rules to run: the command line's selectors over the project's.
+    fn selection(&self) -> Result<Selection, String> {
+        let project = if self.isolated {
+            None
+        } else if let Some(path) = &self.config {
+            Some(
+                config::read(path)?
+                    .ok_or_else(|| format!("{}: has no [tool.gpulab] table", path.display()))?,
+            )
+        } else {
+            let here = std::env::current_dir().map_err(|e| format!("no current folder: {e}"))?;
+            config::find(&here)?
+        };
+        let (mut select, mut ignore) = project.map(|p| (p.select, p.ignore)).unwrap_or_default();
+        if !self.select.is_empty() {
+            select.clone_from(&self.select);
+        }
+        if !self.ignore.is_empty() {
+            ignore.clone_from(&self.ignore);
+        }
+        Selection::new(select, ignore)
+    }
+
+    /// Prints the report; a reader that stops reading early (`| head`) is not an error.
+    fn print(&self, checked: &[Checked]) -> Result<(), String> {
+        let mut out = String::new();
+        self.render(checked, &mut out).map_err(|e| e.to_string())?;
+        match std::io::Write::write_all(&mut std::io::stdout().lock(), out.as_bytes()) {
+            Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(e.to_string()),
+            _ => Ok(()),
+        }
+    }
+
+    fn render(&self, checked: &[Checked], out: &mut String) -> Result<(), serde_json::Error> {
+        use std::fmt::Write as _;
+        match self.format {
+            Format::Text => {
+                for c in checked {
+                    match &c.outcome {
+                        Ok(findings) => out.push_str(&report::lines(&c.file, findings)),
+                        Err(Unchecked {
+                            message,
+                            place: Some((line, column)),
+                        }) => {
+                            let _ = writeln!(out, "{}:{line}:{column}: E999 {message}", c.file);
+                        }
+                        Err(unchecked) => {
+                            eprintln!("{}: could not check it: {}", c.file, unchecked.message);
+                        }
+                    }
+                }
+            }
+            Format::Github => {
+                for c in checked {
+                    match &c.outcome {
+                        Ok(findings) => out.push_str(&report::github(&c.file, findings)),
+                        Err(u) => out.push_str(&report::github_error(&c.file, &u.message, u.place)),
+                    }
+                }
+            }
+            Format::Json => {
+                let reports: Vec<FileReport> = checked
+                    .iter()
+                    .map(|c| FileReport {
+                        file: c.file.clone(),
+                        findings: c
+                            .outcome
+                            .as_ref()
+                            .map(|f| f.iter().map(report::Explained::new).collect())
+                            .unwrap_or_default(),
+                        error: c.outcome.as_ref().err().map(|u| u.message.clone()),
+                    })
+                    .collect();
+                out.push_str(&serde_json::to_string_pretty(&reports)?);
+                out.push('\n');
+            }
+            Format::Sarif => {
+                out.push_str(&serde_json::to_string_pretty(&sarif::log(checked))?);
+                out.push('\n');
+            }
+        }
+        Ok(())
+    }
+}
+
+/// One file's findings, or why it could not be checked.
+fn check_file(path: &PathBuf, selection: &Selection) -> Result<Vec<lint::Finding>, Unchecked> {
+    let unchecked = |message: String| Unchecked {
+        message,
+        place: None,
+    };
+    let bytes = std::fs::read(path).map_err(|e| unchecked(format!("cannot read it: {e}")))?;
+    if bytes.len() > lint::MAX_SOURCE_BYTES {
+        return Err(lint::LintError::TooLarge(bytes.len()).into());
+    }
+    let text = source::decode(&bytes).map_err(unchecked)?;
+    lint::check_with(&text, selection).map_err(Unchecked::from)
 }

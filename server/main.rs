@@ -68,9 +68,10 @@ enum Command {
     Bench(bench_cli::BenchCommand),
     /// Check PyTorch training scripts for the course's pitfalls, without running them.
     ///
-    /// Prints `file:line:col: CODE message` for each finding (`--format json` for the
-    /// why, fix and lesson link of each). Exits 1 on any finding or syntax error, 2
-    /// when a file cannot be read, 0 when every file is clean.
+    /// Prints `file:line:col: CODE message` for each finding (`--format json`,
+    /// `github` or `sarif` for the other shapes). Exits 0 when every file is clean, 1
+    /// on any finding, 2 when a file could not be checked (unreadable, not in its
+    /// declared encoding, not valid Python, too large) or the configuration is wrong.
     Lint(lint_cli::LintArgs),
     /// Print the OpenAPI document a server with the default caps serves.
     Openapi,

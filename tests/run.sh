@@ -58,6 +58,9 @@ fi
 # Every experiment trace parsed by Chrome DevTools' trace engine (tests/e2e's node_modules).
 echo "== experiment traces read by Chrome DevTools' trace engine (tests/e2e/trace-reader.mjs)"
 (cd tests/e2e && GPULAB_BIN=../../target/debug/gpulab node --test trace-reader.mjs)
+# `gpulab lint --format github` compared with the Actions toolkit's own writer.
+echo "== script doctor annotations as @actions/core writes them (tests/e2e/github-annotations.mjs)"
+(cd tests/e2e && GPULAB_BIN=../../target/debug/gpulab node --test github-annotations.mjs)
 # End-to-end: drives target/debug/gpulab (built by cargo test above) in headless Chromium.
 echo "== end-to-end tests (tests/e2e/run.mjs)"
 e2e_status=0
@@ -75,6 +78,8 @@ echo "== load test at CI size (tests/load/run-ci.sh; full size: node tests/load/
 GPULAB_BIN=target/debug/gpulab bash tests/load/run-ci.sh
 echo "== scale-out on PostgreSQL at CI size (tests/cluster/run-ci.sh: 2 web nodes, 3 workers, a worker and a web node killed; full size: CLUSTER_FULL=1)"
 GPULAB_BIN=target/debug/gpulab bash tests/cluster/run-ci.sh
+echo "== pre-commit validate-manifest .pre-commit-hooks.yaml (the script doctor's hooks, read by pre-commit itself)"
+target/e2e-venv/bin/pre-commit validate-manifest .pre-commit-hooks.yaml
 echo "== hadolint docker/Dockerfile"
 bash tests/lint-docker.sh
 echo "== Kubernetes manifests (tests/lint-k8s.sh, offline schemas)"

@@ -74,14 +74,20 @@ install_wheels "${CUDA13_DIR:-target/cuda-wheels-13}" .installed-13.0.88-cublas-
   nvidia-cuda-crt==13.0.88 nvidia-cuda-cccl==13.0.85
 
 # Python's own parser and nbformat's validator check the lessons' .py and .ipynb
-# downloads in the end-to-end tests: nbformat pinned, in a virtualenv under target/.
+# downloads in the end-to-end tests, and pre-commit validates the script doctor's hook
+# manifest (.pre-commit-hooks.yaml): both pinned, in a virtualenv under target/.
 NBFORMAT_VERSION=5.10.4
+PRE_COMMIT_VERSION=4.3.0
 E2E_VENV=target/e2e-venv
 if ! "$E2E_VENV/bin/python" -c "import nbformat, sys; sys.exit(nbformat.__version__ != '$NBFORMAT_VERSION')" 2>/dev/null; then
   command -v python3 >/dev/null || { echo "setup: python3 is required for the notebook checks" >&2; exit 1; }
   echo "setup: installing nbformat $NBFORMAT_VERSION into $E2E_VENV"
   python3 -m venv "$E2E_VENV"
   "$E2E_VENV/bin/pip" install --quiet --disable-pip-version-check "nbformat==$NBFORMAT_VERSION"
+fi
+if [[ $("$E2E_VENV/bin/pre-commit" --version 2>/dev/null) != "pre-commit $PRE_COMMIT_VERSION" ]]; then
+  echo "setup: installing pre-commit $PRE_COMMIT_VERSION into $E2E_VENV"
+  "$E2E_VENV/bin/pip" install --quiet --disable-pip-version-check "pre-commit==$PRE_COMMIT_VERSION"
 fi
 
 # Node.js packages for the end-to-end tests, pinned by tests/e2e/package-lock.json.

@@ -202,6 +202,9 @@ impl<'h> Renderer<'h> {
             lang => {
                 pass.out.code_count += 1;
                 pass.out.outline.code(lang, code);
+                if let Some(block) = pass.out.outline.code.last_mut() {
+                    block.info = info.split_whitespace().skip(1).collect::<Vec<_>>().join(" ");
+                }
                 self.highlighter.highlight(lang, code)
             }
         };

@@ -21,6 +21,9 @@ pub struct Section {
 pub struct CodeBlock {
     /// The fence's language: `python`, `bash`, `text`, … (empty when none was given).
     pub lang: String,
+    /// The fence's words after the language, e.g. `lint=GL101` for a block that shows
+    /// a script-doctor finding on purpose (empty when none).
+    pub info: String,
     /// The code, as written.
     pub code: String,
     /// Index into [`Outline::sections`] of the section it sits in.
@@ -78,6 +81,7 @@ impl Outline {
         self.space();
         self.code.push(CodeBlock {
             lang: lang.to_string(),
+            info: String::new(),
             code: code.to_string(),
             section: self.sections.len() - 1,
         });

@@ -1,13 +1,15 @@
-//! Where a node sits, so rules flag what runs every step and nothing else: the loops
-//! around it (only the loop *body* counts: `for x in y.tolist():` evaluates its iterable
-//! once), whether one of them is a training loop (its body calls `.backward()`), whether
-//! it runs under `torch.no_grad()` / `torch.inference_mode()` (a `with` block or a
-//! decorator), and whether a periodic `if step % N == 0` guards it. Scopes stop at a
-//! `def`, `lambda` or `class`: a helper defined inside a loop is not in that loop.
+//! Where a node sits in its own function, read from the syntax alone: the loops around
+//! it (only the loop *body* counts: `for x in y.tolist():` evaluates its iterable once),
+//! whether it runs under `torch.no_grad()` / `torch.inference_mode()` (a `with` block or
+//! a decorator), whether a periodic `if step % N == 0` guards it, and whether it sits in
+//! a branch that leaves the loop (`raise`, `break`, `sys.exit`) or in an `except`
+//! clause, which run once rather than every pass. Scopes stop at a `def`, `lambda` or
+//! `class`: a helper defined inside a loop is not in that loop. Which loop is the step
+//! loop, and what runs in it through calls, is [`super::flow`]'s question.
 
 use tree_sitter::Node;
 
-use super::parse::{Script, contains, preorder};
+use super::parse::{Script, children, contains, preorder};
 
 /// Node kinds that start a new scope.
 const SCOPES: [&str; 3] = ["function_definition", "lambda", "class_definition"];
@@ -70,31 +72,9 @@ pub fn same_scope(node: Node) -> Vec<Node> {
     }
 }
 
-/// Whether the loop's body calls `.backward()` (or `torch.autograd.backward`).
-pub fn is_training_loop(script: &Script, loop_node: Node) -> bool {
-    if let Some(known) = script.training_loops.borrow().get(&loop_node.id()) {
-        return *known;
-    }
-    let training = loop_node
-        .child_by_field_name("body")
-        .is_some_and(|body| calls_in(script, body).any(|c| script.method(c) == "backward"));
-    script
-        .training_loops
-        .borrow_mut()
-        .insert(loop_node.id(), training);
-    training
-}
-
 /// The calls under `node`, in its own scope.
-pub fn calls_in<'t>(_script: &Script, node: Node<'t>) -> impl Iterator<Item = Node<'t>> {
+pub fn calls_in(node: Node) -> impl Iterator<Item = Node> {
     same_scope(node).into_iter().filter(|n| n.kind() == "call")
-}
-
-/// The innermost training loop whose body holds `node`.
-pub fn training_loop<'t>(script: &Script, node: Node<'t>) -> Option<Node<'t>> {
-    loops(node)
-        .into_iter()
-        .find(|l| is_training_loop(script, *l))
 }
 
 /// Whether `node` runs with gradients off: inside `with torch.no_grad():` or
@@ -113,15 +93,13 @@ pub fn under_no_grad(script: &Script, node: Node) -> bool {
                     return true;
                 }
             }
-            "decorated_definition" => {
-                let mut cursor = parent.walk();
-                if parent
-                    .named_children(&mut cursor)
+            "decorated_definition"
+                if children(parent)
+                    .into_iter()
                     .filter(|c| c.kind() == "decorator")
-                    .any(|d| no_grad(script.text(d)))
-                {
-                    return true;
-                }
+                    .any(|d| no_grad(script.text(d))) =>
+            {
+                return true;
             }
             _ => {}
         }
@@ -130,35 +108,69 @@ pub fn under_no_grad(script: &Script, node: Node) -> bool {
     false
 }
 
-/// Whether an `if` between `node` and `until` (exclusive) tests a remainder, as in
-/// `if step % 100 == 0:`: the guarded code runs every N-th step, not every step.
-pub fn periodic(script: &Script, node: Node, until: Node) -> bool {
+/// Whether something between `node` and `until` (exclusive) makes `node` run on some
+/// passes only: an `if` testing a remainder (`if step % 100 == 0:`), a branch that
+/// leaves the loop or the program (its last statement is `break`, `raise`, `return`
+/// when `leaving_returns`, `sys.exit(...)`), or an `except` clause.
+pub fn not_every_pass(script: &Script, node: Node, until: Node, leaving_returns: bool) -> bool {
     let mut current = node;
     while let Some(parent) = current.parent() {
         if parent == until {
             return false;
         }
-        if matches!(parent.kind(), "if_statement" | "elif_clause")
-            && let Some(condition) = parent.child_by_field_name("condition")
-            && !contains(condition, node)
-            && preorder(condition).into_iter().any(|n| {
-                n.kind() == "binary_operator"
-                    && n.child_by_field_name("operator")
-                        .is_some_and(|op| script.text(op) == "%")
-            })
-        {
-            return true;
+        match parent.kind() {
+            "if_statement" | "elif_clause" => {
+                if let Some(condition) = parent.child_by_field_name("condition")
+                    && !contains(condition, node)
+                    && (is_periodic(script, condition)
+                        || leaves(script, parent, node, leaving_returns))
+                {
+                    return true;
+                }
+            }
+            "else_clause" if leaves(script, parent, node, leaving_returns) => return true,
+            "except_clause" => return true,
+            _ => {}
         }
         current = parent;
     }
     false
 }
 
-/// Whether `node` runs on every step of a training loop: inside one, with gradients on
-/// and not behind a periodic `if`.
-pub fn every_training_step(script: &Script, node: Node) -> bool {
-    training_loop(script, node)
-        .is_some_and(|outer| !under_no_grad(script, node) && !periodic(script, node, outer))
+/// Whether `condition` tests a remainder, as in `step % 100 == 0`.
+fn is_periodic(script: &Script, condition: Node) -> bool {
+    preorder(condition).into_iter().any(|n| {
+        n.kind() == "binary_operator"
+            && n.child_by_field_name("operator")
+                .is_some_and(|op| script.text(op) == "%")
+    })
+}
+
+/// Whether the block of `branch` (an `if`, `elif` or `else`) holding `node` ends by
+/// leaving: its last statement is `break`, `raise`, `return` (when `returns`) or a call
+/// to `sys.exit`, `exit`, `quit` or `os._exit`.
+fn leaves(script: &Script, branch: Node, node: Node, returns: bool) -> bool {
+    let Some(block) = children(branch)
+        .into_iter()
+        .find(|c| c.kind() == "block" && contains(*c, node))
+    else {
+        return false;
+    };
+    let Some(last) = children(block).into_iter().last() else {
+        return false;
+    };
+    match last.kind() {
+        "break_statement" | "raise_statement" => true,
+        "return_statement" => returns,
+        "expression_statement" => last.named_child(0).is_some_and(|call| {
+            call.kind() == "call"
+                && matches!(
+                    script.callee(call).as_str(),
+                    "sys.exit" | "exit" | "quit" | "os._exit"
+                )
+        }),
+        _ => false,
+    }
 }
 
 #[cfg(test)]
@@ -177,41 +189,51 @@ mod tests {
         f(&script, call)
     }
 
-    const LOOP: &str =
-        "for step, (x, y) in enumerate(loader):\n    loss = f(x, y)\n    loss.backward()\n";
+    fn skipped(source: &str) -> bool {
+        with_call(source, "probe", |script, call| {
+            let outer = *loops(call).last().expect("in a loop");
+            not_every_pass(script, call, outer, true)
+        })
+    }
+
+    const LOOP: &str = "for step in range(9):\n";
 
     #[test]
-    fn a_call_in_the_loop_body_runs_every_step() {
-        let source = format!("{LOOP}    probe(loss)\n");
-        assert!(with_call(&source, "probe", every_training_step));
+    fn a_periodic_if_an_exit_branch_and_an_except_clause_run_on_some_passes() {
+        assert!(skipped(&format!(
+            "{LOOP}    if step % 100 == 0 and rank == 0:\n        probe()\n"
+        )));
+        assert!(!skipped(&format!(
+            "{LOOP}    if verbose:\n        probe()\n"
+        )));
+        assert!(skipped(&format!(
+            "{LOOP}    if bad:\n        probe()\n        sys.exit(1)\n"
+        )));
+        assert!(skipped(&format!(
+            "{LOOP}    if bad:\n        pass\n    else:\n        probe()\n        break\n"
+        )));
+        assert!(!skipped(&format!(
+            "{LOOP}    if bad:\n        probe()\n        continue\n"
+        )));
+        assert!(skipped(&format!(
+            "{LOOP}    try:\n        x = 1\n    except ValueError:\n        probe()\n"
+        )));
     }
 
     #[test]
-    fn the_iterable_a_helper_and_code_after_the_loop_do_not() {
-        let iterable = "for x in loader.probe():\n    x.backward()\n";
-        assert!(!with_call(iterable, "probe", every_training_step));
-        let helper = format!("{LOOP}    def log():\n        probe(loss)\n");
-        assert!(!with_call(&helper, "probe", every_training_step));
-        let after = format!("{LOOP}probe(loss)\n");
-        assert!(!with_call(&after, "probe", every_training_step));
+    fn loops_stop_at_a_helper_and_skip_the_iterable() {
+        let helper = format!("{LOOP}    def log():\n        probe()\n");
+        assert!(with_call(&helper, "probe", |_, call| loops(call).is_empty()));
+        let iterable = "for x in loader.probe():\n    pass\n";
+        assert!(with_call(iterable, "probe", |_, call| loops(call).is_empty()));
     }
 
     #[test]
-    fn a_periodic_if_and_no_grad_guard_a_call() {
-        let periodic =
-            format!("{LOOP}    if step % 100 == 0 and rank == 0:\n        probe(loss)\n");
-        assert!(!with_call(&periodic, "probe", every_training_step));
-        let plain_if = format!("{LOOP}    if verbose:\n        probe(loss)\n");
-        assert!(with_call(&plain_if, "probe", every_training_step));
-        let no_grad = format!("{LOOP}    with torch.no_grad():\n        probe(loss)\n");
-        assert!(!with_call(&no_grad, "probe", every_training_step));
-        let decorated = "@torch.no_grad()\ndef evaluate():\n    for x in data:\n        x.backward()\n        probe(x)\n";
-        assert!(!with_call(decorated, "probe", every_training_step));
-    }
-
-    #[test]
-    fn a_loop_without_backward_is_not_a_training_loop() {
-        let eval = "for x, y in loader:\n    out = model(x)\n    probe(out)\n";
-        assert!(!with_call(eval, "probe", every_training_step));
+    fn no_grad_by_block_or_decorator() {
+        let block = "with torch.no_grad():\n    probe()\n";
+        assert!(with_call(block, "probe", under_no_grad));
+        let decorated = "@torch.inference_mode()\ndef evaluate():\n    probe()\n";
+        assert!(with_call(decorated, "probe", under_no_grad));
+        assert!(!with_call("probe()\n", "probe", under_no_grad));
     }
 }

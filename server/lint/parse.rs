@@ -18,8 +18,6 @@ pub struct Script<'s> {
     pub source: &'s str,
     /// Its syntax tree (free of errors: [`Script::parse`] refuses one with any).
     pub tree: Tree,
-    /// Whether each loop (by node id) is a training loop, once worked out.
-    pub training_loops: RefCell<HashMap<usize, bool>>,
     /// The names each scope (by node id) assigns a plain number, once worked out.
     pub number_names: RefCell<HashMap<usize, HashSet<String>>>,
 }
@@ -50,7 +48,6 @@ impl<'s> Script<'s> {
         let script = Self {
             source,
             tree,
-            training_loops: RefCell::default(),
             number_names: RefCell::default(),
         };
         if let Some(error) = script.first_error() {

@@ -2,13 +2,14 @@
 //! is available (GL501). Scripts that take the device from a flag or from
 //! `torch.accelerator` are left alone.
 
-use super::super::parse::Script;
+use super::super::flow::Flow;
 use super::{Finding, at};
 
 /// Words that show a script chooses its device instead of assuming one.
 const CHOOSES: [&str; 4] = ["is_available", "accelerator", "args.cuda", "device_count"];
 
-pub(super) fn check(script: &Script, out: &mut Vec<Finding>) {
+pub(super) fn check(flow: &Flow, out: &mut Vec<Finding>) {
+    let script = flow.script;
     if CHOOSES.iter().any(|w| script.source.contains(w)) {
         return;
     }

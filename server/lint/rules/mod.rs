@@ -1,28 +1,33 @@
-//! The rules, grouped by lesson theme; each group is a function from the parsed script
-//! to its findings, with its positive and negative fixtures beside it.
+//! The rules, grouped by lesson theme; each group is a function from the analysed
+//! script ([`Flow`]) to its findings, with its positive and negative fixtures beside it.
 
 mod device;
+mod loader;
 mod memory;
 mod precision;
 mod sync;
+mod timing;
 mod transfer;
 
 use tree_sitter::Node;
 
 use super::Finding;
+use super::flow::{Flow, Step};
 use super::parse::Script;
 
-/// Every rule's findings on `script`, unsorted.
-pub fn run(script: &Script) -> Vec<Finding> {
+/// Every rule's findings on `flow`'s script, unsorted.
+pub fn run(flow: &Flow) -> Vec<Finding> {
     let mut out = Vec::new();
     for group in [
         sync::check,
+        timing::check,
         transfer::check,
+        loader::check,
         memory::check,
         precision::check,
         device::check,
     ] {
-        group(script, &mut out);
+        group(flow, &mut out);
     }
     out
 }
@@ -36,6 +41,19 @@ fn at(script: &Script, node: Node, code: &'static str, message: String) -> Findi
         column,
         message,
     }
+}
+
+/// ` (through `log()` at line 12)` when `step` reaches its node through calls, else
+/// nothing: the message then names the call in the loop that makes it run every step.
+fn through(script: &Script, step: &Step) -> String {
+    let Some(call) = step.via.last() else {
+        return String::new();
+    };
+    let (line, _) = script.position(*call);
+    format!(
+        " (through `{}()`, called at line {line})",
+        script.callee(*call)
+    )
 }
 
 /// Whether `name` names a loss (`loss`, `train_loss`, `lossD`), as scripts spell it.
@@ -85,11 +103,25 @@ pub(crate) mod fixtures {
         codes(source).contains(&code)
     }
 
-    /// A training loop with `body` (indented four spaces) inside it.
+    /// A training loop on a GPU with `body` (indented four spaces) inside it.
     pub fn in_loop(body: &str) -> String {
         let body: String = body.lines().map(|l| format!("    {l}\n")).collect();
         format!(
             "import torch\ndevice = torch.device('cuda' if torch.cuda.is_available() else 'cpu')\nfor step, (x, y) in enumerate(loader):\n    x, y = x.to(device), y.to(device)\n    optimizer.zero_grad()\n    loss = criterion(model(x), y)\n    loss.backward()\n    optimizer.step()\n{body}"
+        )
+    }
+
+    /// An epoch loop around [`in_loop`]'s batch loop, with `body` after the batch loop
+    /// (once per epoch).
+    pub fn per_epoch(body: &str) -> String {
+        let batch_loop: String = in_loop("")
+            .lines()
+            .skip(2)
+            .map(|l| format!("    {l}\n"))
+            .collect();
+        let body: String = body.lines().map(|l| format!("    {l}\n")).collect();
+        format!(
+            "import torch\ndevice = torch.device('cuda' if torch.cuda.is_available() else 'cpu')\nfor epoch in range(10):\n{batch_loop}{body}"
         )
     }
 }

@@ -4,6 +4,7 @@
 
 use tree_sitter::Node;
 
+use super::super::flow::Flow;
 use super::super::parse::{Script, children};
 use super::{Finding, at};
 
@@ -71,7 +72,8 @@ fn autocasts_to_fp16(script: &Script, call: Node) -> bool {
         })
 }
 
-pub(super) fn check(script: &Script, out: &mut Vec<Finding>) {
+pub(super) fn check(flow: &Flow, out: &mut Vec<Finding>) {
+    let script = flow.script;
     let nodes = script.nodes();
     let has_backward = script.source.contains(".backward(");
     let has_scaler = script.source.contains("GradScaler");

@@ -1,75 +1,82 @@
-//! Lesson 5's sync points and timing trap: a value read to the host every step
-//! (GL101), `torch.cuda.synchronize()` every step (GL102), a host timer read after GPU
-//! work with no sync between (GL103), and a tensor printed every step (GL104).
+//! Lesson 5's sync points: a value read to the host every step (GL101),
+//! `torch.cuda.synchronize()` every step for no measurement (GL102), and a tensor
+//! printed every step (GL104); the timing trap (GL103) is [`super::timing`]. All are
+//! about waiting for a GPU, so a script that never uses one gets none of them.
 
 use tree_sitter::Node;
 
-use super::super::context::{calls_in, every_training_step, same_scope, scope};
+use super::super::calls::SYNC_METHODS;
+use super::super::context::{calls_in, same_scope, scope};
+use super::super::flow::{Flow, Step};
 use super::super::parse::Script;
-use super::{Finding, assigned_a_number, at, is_loss_name};
+use super::timing::TIMERS;
+use super::{Finding, assigned_a_number, at, is_loss_name, through};
 
-/// Methods that copy a tensor's value to the host and so wait for the GPU.
-const SYNC_METHODS: [&str; 4] = ["item", "cpu", "numpy", "tolist"];
-
-/// Host clocks a script times with.
-const TIMERS: [&str; 7] = [
-    "time.time",
-    "time.perf_counter",
-    "time.monotonic",
-    "time.time_ns",
-    "time.perf_counter_ns",
-    "perf_counter",
-    "timeit.default_timer",
-];
-
-pub(super) fn check(script: &Script, out: &mut Vec<Finding>) {
-    for call in script.calls() {
+pub(super) fn check(flow: &Flow, out: &mut Vec<Finding>) {
+    if !flow.gpu {
+        return;
+    }
+    let script = flow.script;
+    for call in &flow.calls {
+        let call = *call;
         let method = script.method(call);
+        let per_step = || flow.every_step(call);
         if SYNC_METHODS.contains(&method)
             && script.receiver(call).is_some()
             && script.arguments(call).is_empty()
-            && every_training_step(script, call)
+            && let Some(step) = per_step()
         {
             out.push(at(
                 script,
                 call,
                 "GL101",
-                format!("`.{method}()` runs on every training step: each call waits for the GPU"),
+                format!(
+                    "`.{method}()` runs on every training step{}: each call waits for the GPU",
+                    through(script, &step)
+                ),
             ));
         }
         if method == "synchronize"
-            && every_training_step(script, call)
-            && !times_nearby(script, call)
+            && let Some(step) = per_step()
+            && !for_timing(flow, &step, call)
         {
             out.push(at(
                 script,
                 call,
                 "GL102",
-                format!("`{}()` runs on every training step", script.callee(call)),
+                format!(
+                    "`{}()` runs on every training step{}",
+                    script.callee(call),
+                    through(script, &step)
+                ),
             ));
         }
         if script.callee(call) == "print"
-            && every_training_step(script, call)
             && let Some(name) = printed_tensor(script, call)
+            && let Some(step) = per_step()
         {
             out.push(at(
                 script,
                 call,
                 "GL104",
-                format!("`print` formats the tensor `{name}` on every training step"),
+                format!(
+                    "`print` formats the tensor `{name}` on every training step{}",
+                    through(script, &step)
+                ),
             ));
         }
     }
-    timers_without_sync(script, out);
 }
 
-/// Whether the block holding `call` also reads a host timer: a synchronize placed for
-/// an honest measurement, which GL103 asks for.
-fn times_nearby(script: &Script, call: Node) -> bool {
-    let Some(block) = call.parent().and_then(|statement| statement.parent()) else {
-        return false;
-    };
-    calls_in(script, block).any(|c| TIMERS.contains(&script.callee(c).as_str()))
+/// Whether a timer is read in the step loop, or in the function holding the sync: a
+/// synchronize placed for an honest measurement, which GL103 asks for.
+fn for_timing(flow: &Flow, step: &Step, sync: Node) -> bool {
+    let script = flow.script;
+    let is_timer =
+        |c: Node| TIMERS.contains(&script.callee(c).as_str()) || script.method(c) == "elapsed_time";
+    let body = step.step_loop.child_by_field_name("body");
+    body.is_some_and(|b| calls_in(b).any(is_timer))
+        || scope(sync).is_some_and(|s| calls_in(s).any(is_timer))
 }
 
 /// A loss tensor `print` is given: a bare name, or one interpolated in an f-string.
@@ -97,66 +104,9 @@ fn printed_tensor<'s>(script: &Script<'s>, call: Node) -> Option<&'s str> {
         .find(|name| is_loss_name(name) && !assigned_a_number(script, call, name))
 }
 
-/// GL103: pairs of timer reads in one scope with GPU work between them and no sync.
-fn timers_without_sync(script: &Script, out: &mut Vec<Finding>) {
-    if !script.source.contains("cuda") {
-        return;
-    }
-    let mut scopes: Vec<Option<Node>> = Vec::new();
-    let timers: Vec<Node> = script
-        .calls()
-        .into_iter()
-        .filter(|c| TIMERS.contains(&script.callee(*c).as_str()))
-        .collect();
-    for timer in &timers {
-        let s = scope(*timer);
-        if !scopes.contains(&s) {
-            scopes.push(s);
-        }
-    }
-    for s in scopes {
-        let root = s.unwrap_or_else(|| script.tree.root_node());
-        let mut calls: Vec<Node> = calls_in(script, root).collect();
-        calls.sort_by_key(Node::start_byte);
-        let reads: Vec<Node> = timers.iter().copied().filter(|t| scope(*t) == s).collect();
-        for pair in reads.windows(2) {
-            let (start, end) = (pair[0].end_byte(), pair[1].start_byte());
-            let first = calls.partition_point(|c| c.start_byte() < start);
-            let between = calls[first..]
-                .iter()
-                .take_while(|c| c.start_byte() < end)
-                .filter(|c| c.end_byte() <= end);
-            let mut gpu_work = false;
-            let mut synced = false;
-            for c in between {
-                let method = script.method(*c);
-                let callee = script.callee(*c).to_ascii_lowercase();
-                synced |= SYNC_METHODS.contains(&method)
-                    || method == "synchronize"
-                    || method == "elapsed_time";
-                gpu_work |= matches!(method, "backward" | "step" | "forward")
-                    || method.to_ascii_lowercase().contains("model")
-                    || callee.ends_with("net")
-                    || callee.contains("model(");
-            }
-            if gpu_work && !synced {
-                out.push(at(
-                    script,
-                    pair[1],
-                    "GL103",
-                    format!(
-                        "`{}()` is read after GPU work with no sync since the previous reading",
-                        script.callee(pair[1])
-                    ),
-                ));
-            }
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
-    use super::super::fixtures::{has, in_loop};
+    use super::super::fixtures::{has, in_loop, per_epoch};
 
     #[test]
     fn gl101_a_value_read_every_step() {
@@ -169,53 +119,97 @@ mod tests {
             &in_loop("acc = (pred == y).float().mean().cpu()"),
             "GL101"
         ));
+        assert!(
+            has(
+                &in_loop("with torch.no_grad():\n    acc = out.argmax(1).cpu()"),
+                "GL101"
+            ),
+            "no_grad does not make a copy to the host free"
+        );
     }
 
     #[test]
-    fn gl101_not_behind_a_periodic_if_after_the_loop_or_without_grad() {
+    fn gl101_not_periodic_per_epoch_after_the_loop_nor_numpy_nor_on_a_cpu() {
         assert!(!has(
             &in_loop("if step % 100 == 0:\n    print(loss.item())"),
             "GL101"
         ));
-        let after = format!("{}print(loss.item())\n", in_loop("pass"));
-        assert!(!has(&after, "GL101"));
         assert!(!has(
-            &in_loop("with torch.no_grad():\n    acc = out.argmax(1).cpu()"),
+            &format!("{}print(loss.item())\n", in_loop("pass")),
             "GL101"
         ));
-        let eval = "with torch.no_grad():\n    for x, y in val:\n        total += crit(model(x), y).item()\n";
-        assert!(!has(eval, "GL101"));
+        assert!(!has(
+            &per_epoch("print(f'epoch {epoch}: {loss.item():.3f}')"),
+            "GL101"
+        ));
+        assert!(!has(&in_loop("seen.extend(y_cpu.numpy())"), "GL101"));
         assert!(!has(
             &in_loop("x2 = x.to('cpu', non_blocking=True)"),
             "GL101"
         ));
+        let cpu_only = "for x, y in loader:\n    loss = crit(model(x), y)\n    loss.backward()\n    opt.step()\n    history.append(loss.item())\n";
+        assert!(!has(cpu_only, "GL101"), "no GPU to wait for");
     }
 
     #[test]
-    fn gl102_synchronize_every_step_but_not_around_a_timer() {
+    fn gl101_found_in_a_helper_called_every_step() {
+        let source = "import torch\ndef log(loss):\n    history.append(loss.item())\n\nfor x, y in loader:\n    loss = crit(model(x.cuda()), y.cuda())\n    loss.backward()\n    opt.step()\n    log(loss)\n";
+        let found = super::super::super::check(source).unwrap();
+        let finding = found
+            .iter()
+            .find(|f| f.code == "GL101")
+            .expect("found in log()");
+        assert_eq!(finding.line, 3);
+        assert!(
+            finding.message.contains("`log()`, called at line 9"),
+            "{}",
+            finding.message
+        );
+    }
+
+    #[test]
+    fn gl101_found_when_backward_is_in_a_function_defined_in_the_loop() {
+        let source = "import torch\nfor x, y in loader:\n    def closure():\n        loss = crit(model(x.cuda()), y.cuda())\n        loss.backward()\n        return loss\n    loss = closure()\n    losses.append(loss.item())\n";
+        assert!(
+            has(source, "GL101"),
+            "the loop steps through its nested def"
+        );
+    }
+
+    #[test]
+    fn gl101_names_the_cpu_call_not_the_numpy_after_it() {
+        let found =
+            super::super::super::check(&in_loop("preds.append(logits.argmax(1).cpu().numpy())"))
+                .unwrap();
+        let finding = found
+            .iter()
+            .find(|f| f.code == "GL101")
+            .expect("the .cpu() waits");
+        assert!(
+            finding.message.starts_with("`.cpu()`"),
+            "{}",
+            finding.message
+        );
+    }
+
+    #[test]
+    fn gl102_synchronize_every_step_but_not_for_a_measurement() {
         assert!(has(&in_loop("torch.cuda.synchronize()"), "GL102"));
-        let timed = in_loop("torch.cuda.synchronize()\nt1 = time.perf_counter()");
-        assert!(!has(&timed, "GL102"));
+        assert!(!has(
+            &in_loop("torch.cuda.synchronize()\nt1 = time.perf_counter()"),
+            "GL102"
+        ));
+        let guarded =
+            in_loop("if device.type == 'cuda':\n    torch.cuda.synchronize()\nt1 = time.time()");
+        assert!(
+            !has(&guarded, "GL102"),
+            "a sync under an if, right before the timer"
+        );
         assert!(!has(
             &in_loop("if step % 50 == 0:\n    torch.cuda.synchronize()"),
             "GL102"
         ));
-    }
-
-    #[test]
-    fn gl103_a_timer_read_after_gpu_work_without_sync() {
-        let naive =
-            "import torch, time\nt0 = time.time()\nout = model(x.cuda())\nt1 = time.time()\n";
-        assert!(has(naive, "GL103"));
-        let honest = "import torch, time\nt0 = time.time()\nout = model(x.cuda())\ntorch.cuda.synchronize()\nt1 = time.time()\n";
-        assert!(!has(honest, "GL103"));
-        let data_time = "import torch, time\nend = time.time()\nfor x in loader:\n    data_time = time.time() - end\n";
-        assert!(
-            !has(data_time, "GL103"),
-            "no GPU work between the two reads"
-        );
-        let cpu_only = "import time\nt0 = time.time()\nout = model(x)\nt1 = time.time()\n";
-        assert!(!has(cpu_only, "GL103"), "a script that never mentions CUDA");
+        assert!(!has(&per_epoch("torch.cuda.synchronize()"), "GL102"));
     }
 
     #[test]
@@ -227,7 +221,8 @@ mod tests {
             &in_loop("if step % 10 == 0:\n    print(loss)"),
             "GL104"
         ));
-        let number = "for x in loader:\n    loss = crit(model(x))\n    loss.backward()\n    loss = loss.item()\n    print(loss)\n";
+        assert!(!has(&per_epoch("print(loss)"), "GL104"));
+        let number = "import torch\nfor x in loader:\n    loss = crit(model(x.cuda()))\n    loss.backward()\n    loss = loss.item()\n    print(loss)\n";
         assert!(!has(number, "GL104"), "loss was made a number");
     }
 }

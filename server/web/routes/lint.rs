@@ -16,7 +16,7 @@ use crate::lint::{self, LintError, MAX_SOURCE_BYTES, Rule};
 use crate::web::error::{ApiError, AppError};
 use crate::web::extract;
 use crate::web::identity::StudentId;
-use crate::web::lint_page::LintPage;
+use crate::web::lint_page::{LintPage, Shown};
 use crate::web::state::AppState;
 
 /// Checks one student may run per minute.
@@ -128,7 +128,10 @@ pub async fn check_form(
     page.checked = true;
     let status = match run_check(&state, &student, source.clone()).await {
         Ok(findings) => {
-            page.findings = findings;
+            page.findings = findings
+                .into_iter()
+                .map(|f| Shown::new(f, &source, &state.course))
+                .collect();
             StatusCode::OK
         }
         Err(error @ (AppError::Invalid(_) | AppError::Rejected(..))) => {

@@ -1,9 +1,11 @@
 // Check (g): the "Check your script" page. A learner pastes a training script with a
 // per-step `.item()` and the deprecated `torch.cuda.amp.autocast`, submits, and reads
 // the findings: line numbers, rule codes, each finding's lesson link landing on a real
-// section of that lesson; the report saves as a text file in `gpulab lint`'s shape; a
-// script that is not Python is answered with its line; the page is reachable from a
-// lesson; axe finds nothing serious on the form or the findings, light and dark.
+// section of that lesson, named by its title; each finding quotes the learner's line with
+// a caret and says how to keep it with `# noqa`; the report saves as a text file in
+// `gpulab lint`'s shape; a script that is not Python is answered with its line; the page
+// is reachable from a lesson and from the site navigation; axe finds nothing serious on
+// the form or the findings, light and dark.
 
 import { readFileSync } from 'node:fs';
 import { AXE_PATH, judge } from './axe.mjs';
@@ -55,10 +57,18 @@ export async function checkLint(ctx) {
 
     await report.check('lint', 'a lesson links the checker, and the page loads clean', async () => {
       await page.goto(`${origin}${lessonPath(lessons[0].slug)}`, { waitUntil: 'load' });
-      await Promise.all([page.waitForNavigation({ waitUntil: 'load' }), page.getByRole('link', { name: 'Check your script' }).click()]);
+      const inLesson = page.locator('.lint-cta').getByRole('link', { name: 'Check your script' });
+      await Promise.all([page.waitForNavigation({ waitUntil: 'load' }), inLesson.click()]);
       if (!page.url().endsWith('/lint')) throw new CheckFailure(`the link led to ${page.url()}`);
       await page.getByRole('heading', { name: 'Check your training script' }).waitFor();
       assertNoProblems(monitor.take(), 'while the page loaded');
+    });
+
+    await report.check('lint', 'the home page\'s navigation links the checker', async () => {
+      await page.goto(`${origin}/`, { waitUntil: 'load' });
+      const nav = page.getByRole('navigation', { name: 'Site' }).getByRole('link', { name: 'Check your script' });
+      await Promise.all([page.waitForNavigation({ waitUntil: 'load' }), nav.click()]);
+      if (!page.url().endsWith('/lint')) throw new CheckFailure(`the link led to ${page.url()}`);
     });
 
     await report.check('lint', 'pasting a script lists its findings by line, with links', async () => {
@@ -77,7 +87,11 @@ export async function checkLint(ctx) {
 
     await report.check('lint', 'a finding\'s lesson link lands on that section', async () => {
       const finding = page.locator('.lint-finding[data-code="GL101"]');
-      const link = finding.getByRole('link', { name: 'The lesson section that explains it' });
+      const line = await finding.locator('.lint-line').innerText();
+      if (!line.includes('print(loss.item())') || !line.includes('^')) throw new CheckFailure(`the quoted line reads:\n${line}`);
+      const noqa = await finding.locator('.lint-noqa').innerText();
+      if (!noqa.includes('# noqa: GL101')) throw new CheckFailure(`the noqa hint reads "${noqa}"`);
+      const link = finding.getByRole('link', { name: /^Lesson 5, / });
       const href = await link.getAttribute('href');
       await Promise.all([page.waitForNavigation({ waitUntil: 'load' }), link.click()]);
       const id = href.split('#')[1];

@@ -1,58 +1,9 @@
-//! The one list of rules: each with a stable code, a one-sentence why, a fix, the
-//! lesson section that teaches it, the live experiment that shows its cost (with the
-//! measured quantity to quote when this server has one), and the PyTorch version for an
-//! API that changed. Codes are grouped by lesson theme — GL1xx syncs and timing, GL2xx
-//! copies and input pipelines, GL3xx memory and the step, GL4xx mixed precision, GL5xx
-//! devices — and a code never changes meaning once published.
+//! The rules themselves, in code order: what each claims, what to write instead, where
+//! the course teaches it, and the primary source its why was checked against. Behaviour
+//! that differs between the PyTorch versions the course targets (2.12 and later) says
+//! so in `changed_in`.
 
-/// One rule.
-#[derive(Debug, serde::Serialize)]
-pub struct Rule {
-    /// Stable code, e.g. `GL101`.
-    pub code: &'static str,
-    /// Short kebab-case name, e.g. `sync-every-step`.
-    pub name: &'static str,
-    /// Why it matters, in one sentence.
-    pub why: &'static str,
-    /// What to write instead.
-    pub fix: &'static str,
-    /// The lesson's slug (`/lessons/<slug>`).
-    pub lesson: &'static str,
-    /// The heading id of the section that explains it.
-    pub section: &'static str,
-    /// The live experiment that shows the cost, if one does.
-    pub experiment: Option<ExperimentLink>,
-    /// For a deprecated or version-dependent API: since which PyTorch version, in words.
-    pub changed_in: Option<&'static str>,
-}
-
-/// A live experiment in a lesson.
-#[derive(Debug, serde::Serialize)]
-pub struct ExperimentLink {
-    /// The experiment's directive name, e.g. `training-run`.
-    pub name: &'static str,
-    /// The lesson it is placed in.
-    pub lesson: &'static str,
-    /// The heading id of the section it is placed in.
-    pub section: &'static str,
-    /// The quantity (`experiment.quantity`) whose latest value on this server measures
-    /// the cost, and the sentence that quotes it (`{value}` is replaced).
-    pub measured: Option<(&'static str, &'static str)>,
-}
-
-impl Rule {
-    /// The lesson section's address on this site.
-    pub fn lesson_url(&self) -> String {
-        format!("/lessons/{}#{}", self.lesson, self.section)
-    }
-}
-
-impl ExperimentLink {
-    /// The experiment's address on this site.
-    pub fn url(&self) -> String {
-        format!("/lessons/{}#{}", self.lesson, self.section)
-    }
-}
+use super::{ExperimentLink, Rule};
 
 const TRAINING_RUN: ExperimentLink = ExperimentLink {
     name: "training-run",
@@ -76,28 +27,30 @@ pub const RULES: &[Rule] = &[
     Rule {
         code: "GL101",
         name: "sync-every-step",
-        why: "`.item()`, `.cpu()`, `.numpy()` and `.tolist()` make the CPU wait until the GPU has finished everything queued, so the CPU can no longer queue the next step ahead.",
+        why: "`.item()`, `.cpu()` and `.tolist()` copy a value from the GPU to the host, so the CPU waits until the GPU has finished everything queued before it and cannot queue the next step ahead. (`.numpy()` works only on a CPU tensor: the wait is at the `.cpu()` before it.)",
         fix: "Accumulate `loss.detach()` on the device and read it every N steps, e.g. under `if step % 100 == 0:`.",
         lesson: "async-and-timing",
         section: "logging-without-stalling",
         experiment: Some(TRAINING_RUN),
         changed_in: None,
+        source: "PyTorch 2.15 `Tensor.numpy` docstring (\"the conversion is performed only if the tensor is on the CPU\"); PyTorch 2.15 `c10/cuda/CUDAFunctions.h` `memcpy_and_sync` (a device-to-host copy waits for its stream); PyTorch docs, CUDA semantics, \"Asynchronous execution\"",
     },
     Rule {
         code: "GL102",
         name: "synchronize-every-step",
-        why: "`torch.cuda.synchronize()` in the training loop stops the CPU at every step until the GPU is idle, so the two never work at the same time.",
+        why: "`torch.cuda.synchronize()` on every step, with no timer read to serve, stops the CPU until the GPU is idle, so the two never work at the same time.",
         fix: "Remove it from the loop; synchronise only around a measurement, or read CUDA events.",
         lesson: "async-and-timing",
         section: "sync-points-where-the-cpu-waits",
         experiment: Some(TRAINING_RUN),
         changed_in: None,
+        source: "PyTorch 2.15 `torch.cuda.synchronize` docstring (\"wait for all kernels in all streams on a CUDA device to complete\")",
     },
     Rule {
         code: "GL103",
         name: "timer-without-sync",
-        why: "A host timer read after GPU work without a sync measures only how long the CPU took to queue the work, not how long the GPU took to run it.",
-        fix: "Call `torch.cuda.synchronize()` before each timer read, or time with `torch.cuda.Event(enable_timing=True)` and `elapsed_time`.",
+        why: "A host timer read while GPU work queued since the last sync may still be running measures how long the CPU took to queue that work, not how long the GPU took to run it. A sync can be `torch.cuda.synchronize()`, a helper of the script that calls it, an `.item()` or a blocking copy.",
+        fix: "Call `torch.cuda.synchronize()` (or your `sync()` helper) before each timer read, or time with `torch.cuda.Event(enable_timing=True)` and `elapsed_time`.",
         lesson: "async-and-timing",
         section: "the-timing-trap",
         experiment: Some(ExperimentLink {
@@ -110,26 +63,29 @@ pub const RULES: &[Rule] = &[
             )),
         }),
         changed_in: None,
+        source: "PyTorch docs, CUDA semantics, \"Asynchronous execution\" (GPU operations are queued; time with synchronize or CUDA events); PyTorch 2.15 `memcpy_and_sync` (a blocking copy waits for its stream)",
     },
     Rule {
         code: "GL104",
         name: "print-tensor-every-step",
-        why: "Printing a tensor formats its value, which copies it to the host and waits for the GPU: a sync point on every step.",
+        why: "Printing a CUDA tensor formats its value, which copies it to the host and waits for the GPU: a sync point on every step.",
         fix: "Print a number read every N steps (`loss.item()` under `if step % N == 0:`), not the tensor every step.",
         lesson: "async-and-timing",
         section: "logging-without-stalling",
         experiment: Some(TRAINING_RUN),
         changed_in: None,
+        source: "PyTorch 2.15 `torch/_tensor_str.py` (formatting reads the values on the host)",
     },
     Rule {
         code: "GL201",
         name: "pin-memory-per-copy",
-        why: "`t.pin_memory()` right before a copy is itself a blocking copy into a freshly allocated pinned buffer, which can make the transfer slower than a plain `.to(device)`.",
-        fix: "Let `DataLoader(pin_memory=True)` pin batches in its workers, or pin one staging buffer once and reuse it.",
+        why: "`t.pin_memory()` copies the tensor into a pinned buffer (the pinned allocator caches and reuses its blocks, so the cost is a blocking host copy). That pays only when the copy after it is asynchronous: `.to(device)` without `non_blocking=True` waits for its stream anyway, so the pair adds a host copy and buys no overlap.",
+        fix: "Copy with `.to(device, non_blocking=True)` after pinning, or let `DataLoader(pin_memory=True)` pin batches in its pin-memory thread.",
         lesson: "where-tensors-live",
         section: "pinned-memory-and-non-blocking-copies",
         experiment: Some(TRANSFER),
         changed_in: None,
+        source: "PyTorch 2.15 `torch.cuda.host_memory_stats` docstring (\"pinned blocks owned by the allocator (active + cached)\"); PyTorch 2.15 `memcpy_and_sync`; PyTorch tutorial \"A guide on good usage of non_blocking and pin_memory()\"",
     },
     Rule {
         code: "GL202",
@@ -140,52 +96,59 @@ pub const RULES: &[Rule] = &[
         section: "pinned-memory-and-non-blocking-copies",
         experiment: Some(TRANSFER),
         changed_in: None,
+        source: "PyTorch 2.15 `DataLoader` docstring (`pin_memory`); PyTorch docs, CUDA semantics, \"Use pinned memory buffers\"; CUDA Runtime API, \"API synchronization behavior\"",
     },
     Rule {
         code: "GL203",
         name: "dataloader-without-workers",
-        why: "With the default `num_workers=0` the training process loads and collates every batch itself, so the GPU waits while it does.",
-        fix: "Pass `num_workers` above zero (and keep the training code under `if __name__ == \"__main__\":`).",
+        why: "With the default `num_workers=0` the training process reads, decodes, transforms and collates every batch itself, between its steps, so a dataset that does real work per item makes the GPU wait. (An in-memory `TensorDataset` is fast enough without workers, and is not reported.)",
+        fix: "Pass `num_workers` above zero (and keep the code that iterates the loader under `if __name__ == \"__main__\":`).",
         lesson: "where-tensors-live",
         section: "pinned-memory-and-non-blocking-copies",
         experiment: None,
         changed_in: None,
+        source: "PyTorch 2.15 `DataLoader` docstring (\"`0` means that the data will be loaded in the main process. (default: `0`)\")",
     },
     Rule {
         code: "GL204",
         name: "workers-without-main-guard",
-        why: "DataLoader workers started with `spawn` (the default on Windows and macOS) or `forkserver` (Linux from Python 3.14) import the script again, so without a `__main__` guard it fails or starts training over in every worker.",
+        why: "Worker processes started with `spawn` (the default on Windows and macOS) or `forkserver` (the default on Linux from Python 3.14) import the script again: each worker does under `spawn`, the forkserver process does under `forkserver`. Module-level code that iterates the loader then runs again there, where Python refuses to start new processes, and the workers fail to start.",
         fix: "Put the training code in a function and call it under `if __name__ == \"__main__\":`.",
         lesson: "where-tensors-live",
         section: "pinned-memory-and-non-blocking-copies",
         experiment: None,
-        changed_in: None,
+        changed_in: Some(
+            "Python 3.14 made `forkserver` the default start method on Linux; with Python 3.13 and older Linux uses `fork`, which does not import the script again",
+        ),
+        source: "Python 3.14 `multiprocessing` docs, \"Contexts and start methods\" and \"Safe importing of main module\"; CPython 3.14 `Lib/multiprocessing/forkserver.py` (`_preload_modules = ['__main__']`)",
     },
     Rule {
         code: "GL205",
         name: "tensor-made-on-the-cpu-in-the-loop",
-        why: "A tensor built on the CPU and then moved pays an allocation, a fill and a host-to-device copy every step, where building it on the device pays only the fill.",
-        fix: "Create it on the target device: `torch.zeros(..., device=device)`.",
+        why: "A tensor built on the CPU and then moved costs a CPU fill and a host-to-device copy on every step. `zeros`, `ones`, `randn`, `arange` and the like given `device=` build it on the GPU with no copy; `torch.tensor` and `torch.as_tensor` always build from their data on the CPU and copy, even with `device=`, so for them only a constant is reported (per-step data has to cross the bus).",
+        fix: "Create it on the target device: `torch.zeros(..., device=device)`; build a constant `torch.tensor(...)` once, before the loop.",
         lesson: "where-tensors-live",
         section: "create-on-the-target-device",
         experiment: None,
         changed_in: None,
+        source: "PyTorch 2.15 `torch/csrc/utils/tensor_new.cpp`, `internal_new_from_data` (builds on the CPU, then `tensor.to(device, ..., non_blocking=false)`)",
     },
     Rule {
         code: "GL301",
         name: "loss-kept-with-its-graph",
-        why: "A loss tensor kept across steps (appended to a list or added to a running total) keeps its `grad_fn` and autograd history alive, so memory creeps up every step.",
+        why: "A loss tensor kept across steps (appended to a list or added to a running total that outlives the step) keeps its `grad_fn` and the autograd history behind it alive, so memory creeps up step after step. Summing this step's losses before one `backward()` is fine.",
         fix: "Keep `loss.detach()` (a running total on the device) or `loss.item()` read every N steps.",
         lesson: "training-step",
         section: "keeping-graphs-alive",
         experiment: None,
         changed_in: None,
+        source: "PyTorch docs, Frequently Asked Questions, \"Don't accumulate history across your training loop\" (PyTorch 2.15)",
     },
     Rule {
         code: "GL302",
         name: "empty-cache-in-the-loop",
-        why: "`torch.cuda.empty_cache()` hands cached blocks back to the driver, so the allocator must ask for them again with slow driver calls, and it frees no memory a live tensor holds.",
-        fix: "Remove it from the loop; to fix an out-of-memory error, drop references or shrink the batch.",
+        why: "`torch.cuda.empty_cache()` on every step hands cached blocks back to the driver, so the allocator must ask for them again with slow driver calls, and it frees no memory a live tensor holds. Once between independent runs it costs nothing that matters.",
+        fix: "Remove it from the step loop; to fix an out-of-memory error, drop references or shrink the batch.",
         lesson: "gpu-memory",
         section: "pytorchs-caching-allocator",
         experiment: Some(ExperimentLink {
@@ -195,16 +158,18 @@ pub const RULES: &[Rule] = &[
             measured: None,
         }),
         changed_in: None,
+        source: "PyTorch 2.15 `torch.cuda.empty_cache` docstring (\"doesn't increase the amount of GPU memory available for PyTorch\"); PyTorch docs, CUDA semantics, \"Memory management\"",
     },
     Rule {
         code: "GL303",
         name: "missing-zero-grad",
-        why: "Gradients add up across `backward()` calls, so without `zero_grad()` every step applies the sum of all earlier steps' gradients.",
+        why: "Gradients add up across `backward()` calls, so when nothing clears them (`zero_grad()`, or setting `.grad` to `None` or zero) every step applies the sum of all earlier steps' gradients.",
         fix: "Call `optimizer.zero_grad()` once per optimiser step (before `backward()`, or right after `step()`).",
         lesson: "training-step",
         section: "forgetting-zero-grad",
         experiment: None,
         changed_in: None,
+        source: "PyTorch 2.15 `Tensor.backward` docstring (\"This function accumulates gradients in the leaves\")",
     },
     Rule {
         code: "GL401",
@@ -215,6 +180,7 @@ pub const RULES: &[Rule] = &[
         section: "autocast-16-bit-where-it-is-safe",
         experiment: None,
         changed_in: Some("deprecated since PyTorch 2.4, which warns with a FutureWarning"),
+        source: "PyTorch 2.15 `torch/cuda/amp/autocast_mode.py` (`@deprecated(..., category=FutureWarning)`)",
     },
     Rule {
         code: "GL402",
@@ -225,6 +191,7 @@ pub const RULES: &[Rule] = &[
         section: "loss-scaling-why-fp16-needs-gradscaler",
         experiment: None,
         changed_in: Some("PyTorch 2.4 and later warn that it is deprecated, with a FutureWarning"),
+        source: "PyTorch 2.15 `torch/cuda/amp/grad_scaler.py` (`@deprecated(..., category=FutureWarning)`)",
     },
     Rule {
         code: "GL403",
@@ -235,6 +202,7 @@ pub const RULES: &[Rule] = &[
         section: "loss-scaling-why-fp16-needs-gradscaler",
         experiment: None,
         changed_in: None,
+        source: "PyTorch docs, Automatic Mixed Precision examples, \"Gradient Scaling\" (PyTorch 2.15); IEEE 754 binary16: smallest subnormal 2^-24, about 5.96e-8",
     },
     Rule {
         code: "GL404",
@@ -247,6 +215,7 @@ pub const RULES: &[Rule] = &[
         changed_in: Some(
             "`fp32_precision` arrived in PyTorch 2.9; the `allow_tf32` flags are to be deprecated after 2.9",
         ),
+        source: "PyTorch docs, CUDA semantics, \"TensorFloat-32 (TF32) on Ampere (and later) devices\" (PyTorch 2.15)",
     },
     Rule {
         code: "GL501",
@@ -257,44 +226,6 @@ pub const RULES: &[Rule] = &[
         section: "writing-code-that-picks-its-device",
         experiment: None,
         changed_in: None,
+        source: "PyTorch 2.15 `torch.cuda.is_available` docstring; PyTorch docs, CUDA semantics, \"Best practices: device-agnostic code\"",
     },
 ];
-
-/// The rule with `code`.
-///
-/// # Panics
-/// When no rule has that code (a finding is only ever made with a listed code).
-pub fn rule(code: &str) -> &'static Rule {
-    RULES
-        .iter()
-        .find(|r| r.code == code)
-        .unwrap_or_else(|| panic!("no rule {code}"))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn codes_and_names_are_unique_and_sorted() {
-        let codes: Vec<_> = RULES.iter().map(|r| r.code).collect();
-        let mut sorted = codes.clone();
-        sorted.sort_unstable();
-        sorted.dedup();
-        assert_eq!(codes, sorted);
-        let mut names: Vec<_> = RULES.iter().map(|r| r.name).collect();
-        names.sort_unstable();
-        names.dedup();
-        assert_eq!(names.len(), RULES.len());
-        assert!(RULES.len() >= 15);
-    }
-
-    #[test]
-    fn every_measured_sentence_quotes_its_value() {
-        for rule in RULES {
-            if let Some((_, sentence)) = rule.experiment.as_ref().and_then(|e| e.measured) {
-                assert!(sentence.contains("{value}"), "{}", rule.code);
-            }
-        }
-    }
-}
