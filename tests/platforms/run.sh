@@ -1,0 +1,109 @@
+#!/usr/bin/env bash
+# GPU Lab on the computers learners have, proved from this Linux x86-64 machine:
+#
+#   windows  build for x86_64-pc-windows-gnu (Debian's MinGW-w64) and, under Wine, serve
+#            the home page, a lesson, the device card, a CPU experiment to the end and a
+#            quiz attempt, stop on Ctrl-C, then `gpulab selftest` (tests/platforms/smoke.py)
+#   arm      build for aarch64-unknown-linux-gnu (Debian's cross gcc) and do the same under
+#            qemu-aarch64 (user-mode emulation: a GH200, DGX Spark or Jetson runs this binary)
+#   macos    `cargo check` for aarch64-apple-darwin and x86_64-apple-darwin, the C parts
+#            (SQLite, tree-sitter) compiled by zig cc through cargo-zigbuild; no Mac here
+#            runs it, so nothing is run
+#   nvrtc    Windows' NVRTC found by the loader in a pip wheel's folder, under Wine:
+#            `gpulab doctor` with nvidia-cuda-nvrtc-cu12's win_amd64 wheel unpacked into a
+#            .venv (downloaded with pip when missing, about 75 MB; not part of --ci)
+#
+# Usage: bash tests/platforms/run.sh [--ci] [windows] [arm] [macos] [nvrtc]
+# (default: windows arm macos). --ci: what CI runs (tests/run.sh): the same three, the
+# smokes' selftest run natively fast enough to keep; see README.md for its time.
+# Builds use the `cross` profile (dev without debug info) into target/<triple>/cross/.
+# Each step prints its wall time; the last line sums them up.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+
+ci=0
+steps=()
+for arg in "$@"; do
+  case $arg in
+    --ci) ci=1 ;;
+    windows | arm | macos | nvrtc) steps+=("$arg") ;;
+    *) echo "usage: $0 [--ci] [windows] [arm] [macos] [nvrtc]" >&2; exit 2 ;;
+  esac
+done
+((${#steps[@]})) || steps=(windows arm macos)
+
+summary=()
+timed() { # NAME COMMAND...: runs it, records its wall time and outcome
+  local name=$1 start status=0
+  shift
+  start=$(date +%s)
+  "$@" || status=$?
+  local seconds=$(($(date +%s) - start))
+  summary+=("$(printf '%-44s %4d s  %s' "$name" "$seconds" "$( ((status)) && echo "FAILED ($status)" || echo ok)")")
+  echo "-- $name: ${seconds} s, exit $status"
+  return "$status"
+}
+
+export WINEPREFIX=${WINEPREFIX:-$(pwd)/target/wine-prefix}
+export WINEDEBUG=-all WINEDLLOVERRIDES="mscoree,mshtml="
+WIN_BIN=target/x86_64-pc-windows-gnu/cross/gpulab.exe
+ARM_BIN=target/aarch64-unknown-linux-gnu/cross/gpulab
+export CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_LINKER=aarch64-linux-gnu-gcc
+export CC_aarch64_unknown_linux_gnu=aarch64-linux-gnu-gcc CXX_aarch64_unknown_linux_gnu=aarch64-linux-gnu-g++
+export AR_aarch64_unknown_linux_gnu=aarch64-linux-gnu-ar
+# qemu-user finds the aarch64 loader and libc that gcc-aarch64-linux-gnu brought.
+export QEMU_LD_PREFIX=/usr/aarch64-linux-gnu
+
+# A Wine prefix of our own under target/, with the one export Debian 12's Wine 8 lacks
+# and Rust's standard library needs (ProcessPrng: tests/platforms/wine/).
+wine_prefix() {
+  [[ -d $WINEPREFIX/drive_c ]] || wineboot --init >/dev/null 2>&1 || true
+  [[ -d $WINEPREFIX/drive_c/windows/system32 ]] || return 1
+  local shim=target/wine-shims/bcryptprimitives.dll
+  if [[ ! -f $shim || tests/platforms/wine/bcryptprimitives.c -nt $shim ]]; then
+    mkdir -p target/wine-shims
+    x86_64-w64-mingw32-gcc -O2 -shared -o "$shim" tests/platforms/wine/bcryptprimitives.c \
+      tests/platforms/wine/bcryptprimitives.def -ladvapi32
+  fi
+  cp "$shim" "$WINEPREFIX/drive_c/windows/system32/bcryptprimitives.dll"
+}
+
+failed=0
+for step in "${steps[@]}"; do
+  case $step in
+    windows)
+      echo "== Windows (x86_64-pc-windows-gnu) under Wine"
+      timed "windows: cargo build --profile cross" \
+        cargo build --locked --profile cross --target x86_64-pc-windows-gnu --bin gpulab || { failed=1; continue; }
+      timed "windows: Wine prefix" wine_prefix || { failed=1; continue; }
+      timed "windows: smoke under Wine" \
+        python3 tests/platforms/smoke.py --name windows --runner wine "$WIN_BIN" || failed=1
+      ;;
+    arm)
+      echo "== Linux on Arm (aarch64-unknown-linux-gnu) under qemu-aarch64"
+      timed "arm: cargo build --profile cross" \
+        cargo build --locked --profile cross --target aarch64-unknown-linux-gnu --bin gpulab || { failed=1; continue; }
+      timed "arm: smoke under qemu-aarch64" \
+        python3 tests/platforms/smoke.py --name arm --runner qemu-aarch64-static "$ARM_BIN" || failed=1
+      ;;
+    macos)
+      echo "== macOS (aarch64-apple-darwin, x86_64-apple-darwin): cargo check with zig cc"
+      for target in aarch64-apple-darwin x86_64-apple-darwin; do
+        timed "macos: cargo-zigbuild check $target" \
+          env PATH="$(pwd)/target/cross-venv/bin:$PATH" \
+          cargo-zigbuild check --locked --profile cross --target "$target" --lib --bins || failed=1
+      done
+      ;;
+    nvrtc)
+      echo "== Windows' NVRTC from a pip wheel's folder, found and loaded under Wine"
+      [[ -f $WIN_BIN ]] || timed "windows: cargo build --profile cross" \
+        cargo build --locked --profile cross --target x86_64-pc-windows-gnu --bin gpulab || { failed=1; continue; }
+      timed "windows: Wine prefix" wine_prefix || { failed=1; continue; }
+      timed "nvrtc: gpulab doctor under Wine" bash tests/platforms/nvrtc-wine.sh "$WIN_BIN" || failed=1
+      ;;
+  esac
+done
+
+echo "== platforms: wall time per step"
+printf '%s\n' "${summary[@]}"
+exit "$failed"
