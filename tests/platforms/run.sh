@@ -9,15 +9,20 @@
 #   macos    `cargo check` for aarch64-apple-darwin and x86_64-apple-darwin, the C parts
 #            (SQLite, tree-sitter) compiled by zig cc through cargo-zigbuild; no Mac here
 #            runs it, so nothing is run
-#   nvrtc    Windows' NVRTC found by the loader in a pip wheel's folder, under Wine:
-#            `gpulab doctor` with nvidia-cuda-nvrtc-cu12's win_amd64 wheel unpacked into a
-#            .venv (downloaded with pip when missing, about 75 MB; not part of --ci)
+#   nvrtc    NVRTC found by the loader in a pip wheel's folder and every kernel compiled
+#            with it, for Windows under Wine and for Linux on Arm under qemu: `gpulab
+#            doctor` with nvidia-cuda-nvrtc-cu12's win_amd64 and aarch64 wheels in a
+#            .venv (tests/platforms/nvrtc.sh; downloaded with pip when missing, about
+#            75 MB and 40 MB; not part of --ci)
 #
 # Usage: bash tests/platforms/run.sh [--ci] [windows] [arm] [macos] [nvrtc]
-# (default: windows arm macos). --ci: what CI runs (tests/run.sh): the same three, the
-# smokes' selftest run natively fast enough to keep; see README.md for its time.
-# Builds use the `cross` profile (dev without debug info) into target/<triple>/cross/.
-# Each step prints its wall time; the last line sums them up.
+# (default: windows arm macos). --ci is what CI runs (tests/run.sh): windows, arm and
+# macOS for aarch64-apple-darwin only, with the other targets' build folder kept between
+# runs in ${GPULAB_CROSS_CACHE:-~/.cache/gpulab/cross-target} (as cargo keeps its
+# registry), since one cold build of the whole dependency tree for one target takes
+# 12-15 minutes on 2 cores; a warm one rebuilds only GPU Lab's crate. Times: README.md.
+# Builds use the `cross` profile (dev without debug info) into <target-dir>/<triple>/cross/.
+# Each step prints its wall time; the last lines list them.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
@@ -31,6 +36,14 @@ for arg in "$@"; do
   esac
 done
 ((${#steps[@]})) || steps=(windows arm macos)
+mac_targets=(aarch64-apple-darwin x86_64-apple-darwin)
+if ((ci)); then
+  mac_targets=(aarch64-apple-darwin)
+  export CARGO_TARGET_DIR=${GPULAB_CROSS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/gpulab/cross-target}
+  mkdir -p "$CARGO_TARGET_DIR"
+  echo "== other platforms' builds in $CARGO_TARGET_DIR (kept between runs)"
+fi
+target_dir=${CARGO_TARGET_DIR:-target}
 
 summary=()
 timed() { # NAME COMMAND...: runs it, records its wall time and outcome
@@ -46,10 +59,10 @@ timed() { # NAME COMMAND...: runs it, records its wall time and outcome
 
 export WINEPREFIX=${WINEPREFIX:-$(pwd)/target/wine-prefix}
 export WINEDEBUG=-all WINEDLLOVERRIDES="mscoree,mshtml="
-WIN_BIN=target/x86_64-pc-windows-gnu/cross/gpulab.exe
-ARM_BIN=target/aarch64-unknown-linux-gnu/cross/gpulab
+WIN_BIN=$target_dir/x86_64-pc-windows-gnu/cross/gpulab.exe
+ARM_BIN=$target_dir/aarch64-unknown-linux-gnu/cross/gpulab
 export CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_LINKER=aarch64-linux-gnu-gcc
-export CC_aarch64_unknown_linux_gnu=aarch64-linux-gnu-gcc CXX_aarch64_unknown_linux_gnu=aarch64-linux-gnu-g++
+export CC_aarch64_unknown_linux_gnu=aarch64-linux-gnu-gcc
 export AR_aarch64_unknown_linux_gnu=aarch64-linux-gnu-ar
 # qemu-user finds the aarch64 loader and libc that gcc-aarch64-linux-gnu brought.
 export QEMU_LD_PREFIX=/usr/aarch64-linux-gnu
@@ -88,18 +101,21 @@ for step in "${steps[@]}"; do
       ;;
     macos)
       echo "== macOS (aarch64-apple-darwin, x86_64-apple-darwin): cargo check with zig cc"
-      for target in aarch64-apple-darwin x86_64-apple-darwin; do
+      for target in "${mac_targets[@]}"; do
         timed "macos: cargo-zigbuild check $target" \
           env PATH="$(pwd)/target/cross-venv/bin:$PATH" \
           cargo-zigbuild check --locked --profile cross --target "$target" --lib --bins || failed=1
       done
       ;;
     nvrtc)
-      echo "== Windows' NVRTC from a pip wheel's folder, found and loaded under Wine"
+      echo "== NVRTC from a pip wheel's folder, found and used under Wine and qemu-aarch64"
       [[ -f $WIN_BIN ]] || timed "windows: cargo build --profile cross" \
         cargo build --locked --profile cross --target x86_64-pc-windows-gnu --bin gpulab || { failed=1; continue; }
       timed "windows: Wine prefix" wine_prefix || { failed=1; continue; }
-      timed "nvrtc: gpulab doctor under Wine" bash tests/platforms/nvrtc-wine.sh "$WIN_BIN" || failed=1
+      timed "nvrtc: gpulab doctor under Wine" bash tests/platforms/nvrtc.sh windows "$WIN_BIN" || failed=1
+      [[ -f $ARM_BIN ]] || timed "arm: cargo build --profile cross" \
+        cargo build --locked --profile cross --target aarch64-unknown-linux-gnu --bin gpulab || { failed=1; continue; }
+      timed "nvrtc: gpulab doctor under qemu-aarch64" bash tests/platforms/nvrtc.sh arm "$ARM_BIN" || failed=1
       ;;
   esac
 done
