@@ -76,7 +76,8 @@ pub fn cuda_uuid(ctx: &Arc<CudaContext>) -> Option<[u8; 16]> {
     .ok()
     .flatten();
     v2.or_else(|| ctx.uuid().ok())
-        .map(|u| u.bytes.map(|b| b as u8))
+        // c_char is i8 on x86-64 and u8 on Arm Linux: its byte either way.
+        .map(|u| u.bytes.map(|b| b.to_ne_bytes()[0]))
 }
 
 /// What the card says about where its NVML figures come from: nothing on a whole GPU;

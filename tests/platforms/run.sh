@@ -6,9 +6,10 @@
 #            quiz attempt, stop on Ctrl-C, then `gpulab selftest` (tests/platforms/smoke.py)
 #   arm      build for aarch64-unknown-linux-gnu (Debian's cross gcc) and do the same under
 #            qemu-aarch64 (user-mode emulation: a GH200, DGX Spark or Jetson runs this binary)
-#   macos    `cargo check` for aarch64-apple-darwin and x86_64-apple-darwin, the C parts
-#            (SQLite, tree-sitter) compiled by zig cc through cargo-zigbuild; no Mac here
-#            runs it, so nothing is run
+#   macos    `cargo clippy -D warnings` (a check, and the lints) for aarch64-apple-darwin
+#            and x86_64-apple-darwin, the C parts (SQLite, tree-sitter) compiled by zig cc
+#            through cargo-zigbuild; it does not link (zig has no Apple frameworks) and no
+#            Mac is here to run it
 #   nvrtc    NVRTC found by the loader in a pip wheel's folder and every kernel compiled
 #            with it, for Windows under Wine and for Linux on Arm under qemu: `gpulab
 #            doctor` with nvidia-cuda-nvrtc-cu12's win_amd64 and aarch64 wheels in a
@@ -100,11 +101,11 @@ for step in "${steps[@]}"; do
         python3 tests/platforms/smoke.py --name arm --runner qemu-aarch64-static "$ARM_BIN" || failed=1
       ;;
     macos)
-      echo "== macOS (aarch64-apple-darwin, x86_64-apple-darwin): cargo check with zig cc"
+      echo "== macOS (${mac_targets[*]}): cargo clippy -D warnings with zig cc"
       for target in "${mac_targets[@]}"; do
-        timed "macos: cargo-zigbuild check $target" \
+        timed "macos: cargo-zigbuild clippy $target" \
           env PATH="$(pwd)/target/cross-venv/bin:$PATH" \
-          cargo-zigbuild check --locked --profile cross --target "$target" --lib --bins || failed=1
+          cargo-zigbuild clippy --locked --profile cross --target "$target" --lib --bins -- -D warnings || failed=1
       done
       ;;
     nvrtc)
