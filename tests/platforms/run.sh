@@ -10,13 +10,18 @@
 #            and x86_64-apple-darwin, the C parts (SQLite, tree-sitter) compiled by zig cc
 #            through cargo-zigbuild; it does not link (zig has no Apple frameworks) and no
 #            Mac is here to run it
+#   units    every unit test of the library (`cargo test --lib`: the per-OS library names
+#            and search order, the loader's own calls, host facts, the SQLite file's
+#            identity, …) built for Windows and run under Wine, and built for aarch64 and
+#            run under qemu (not part of --ci: a cold build of the test binary costs
+#            about 7 minutes more per target)
 #   nvrtc    NVRTC found by the loader in a pip wheel's folder and every kernel compiled
 #            with it, for Windows under Wine and for Linux on Arm under qemu: `gpulab
 #            doctor` with nvidia-cuda-nvrtc-cu12's win_amd64 and aarch64 wheels in a
 #            .venv (tests/platforms/nvrtc.sh; downloaded with pip when missing, about
 #            75 MB and 40 MB; not part of --ci)
 #
-# Usage: bash tests/platforms/run.sh [--ci] [windows] [arm] [macos] [nvrtc]
+# Usage: bash tests/platforms/run.sh [--ci] [windows] [arm] [macos] [units] [nvrtc]
 # (default: windows arm macos). --ci is what CI runs (tests/run.sh): windows, arm and
 # macOS for aarch64-apple-darwin only, with the other targets' build folder kept between
 # runs in ${GPULAB_CROSS_CACHE:-~/.cache/gpulab/cross-target} (as cargo keeps its
@@ -32,8 +37,8 @@ steps=()
 for arg in "$@"; do
   case $arg in
     --ci) ci=1 ;;
-    windows | arm | macos | nvrtc) steps+=("$arg") ;;
-    *) echo "usage: $0 [--ci] [windows] [arm] [macos] [nvrtc]" >&2; exit 2 ;;
+    windows | arm | macos | units | nvrtc) steps+=("$arg") ;;
+    *) echo "usage: $0 [--ci] [windows] [arm] [macos] [units] [nvrtc]" >&2; exit 2 ;;
   esac
 done
 ((${#steps[@]})) || steps=(windows arm macos)
@@ -106,6 +111,23 @@ for step in "${steps[@]}"; do
         timed "macos: cargo-zigbuild clippy $target" \
           env PATH="$(pwd)/target/cross-venv/bin:$PATH" \
           cargo-zigbuild clippy --locked --profile cross --target "$target" --lib --bins -- -D warnings || failed=1
+      done
+      ;;
+    units)
+      echo "== the library's unit tests under Wine and under qemu-aarch64"
+      for target in x86_64-pc-windows-gnu aarch64-unknown-linux-gnu; do
+        runner=(wine)
+        [[ $target == aarch64* ]] && runner=(qemu-aarch64-static)
+        [[ $target == x86_64-pc-windows-gnu ]] && { timed "windows: Wine prefix" wine_prefix || { failed=1; continue; }; }
+        timed "units: cargo test --no-run $target" \
+          cargo test --locked --profile cross --target "$target" --lib --no-run || { failed=1; continue; }
+        test_binary=$(cargo test --locked --profile cross --target "$target" --lib --no-run --message-format=json 2>/dev/null |
+          python3 -c 'import json, sys
+for line in sys.stdin:
+    m = json.loads(line)
+    if m.get("reason") == "compiler-artifact" and m.get("executable") and m["target"]["kind"] == ["lib"]:
+        print(m["executable"])')
+        timed "units: cargo test --lib under ${runner[0]}" "${runner[@]}" "$test_binary" || failed=1
       done
       ;;
     nvrtc)
