@@ -13,13 +13,13 @@
 use std::ffi::c_void;
 use std::path::Path;
 
-use super::loader::guarded;
-
 /// Opens the library at `path` (a bare name: on the loader's own path), or the
-/// loader's error text (`dlerror`, or Windows' message and code) when it cannot.
+/// loader's error text (`dlerror`, or Windows' message and code) when it cannot. A
+/// panic while loading is reported as an error too (as `loader::guarded` does; not
+/// called from here, so that this module imports nothing of the loader's).
 pub(super) fn load(path: &Path) -> Result<libloading::Library, String> {
-    guarded(|| open(path))
-        .map_err(|e| e.to_string())?
+    std::panic::catch_unwind(|| open(path))
+        .map_err(|_| format!("loading {} panicked", path.display()))?
         .map_err(|e| loader_error_text(&e))
 }
 

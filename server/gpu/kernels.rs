@@ -90,7 +90,7 @@ pub fn full_source(file: &KernelFile) -> String {
 /// `nvrtc_path` (so its headers match its version), then the toolkit's.
 pub fn include_paths(nvrtc_path: &str) -> Vec<String> {
     let mut paths: Vec<String> = Vec::new();
-    if let Some(list) = std::env::var_os("GPULAB_CUDA_INCLUDE") {
+    if let Ok(list) = std::env::var("GPULAB_CUDA_INCLUDE") {
         // Separated as PATH is (`:`, on Windows `;`, where `C:\` has a colon).
         paths.extend(
             std::env::split_paths(&list)

@@ -34,18 +34,7 @@ use super::error::GpuError;
 use super::platform::Os;
 use super::search_path::{self, SearchEnv};
 
-/// The NVIDIA libraries GPU Lab uses.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Library {
-    /// The CUDA driver API (`libcuda.so.1`, `nvcuda.dll`), installed with the driver.
-    Driver,
-    /// The runtime compiler (`libnvrtc.so.13` / `.12`, `nvrtc64_130_0.dll` /
-    /// `nvrtc64_120_0.dll`), from the toolkit or a pip wheel.
-    Nvrtc,
-    /// cuBLAS (`libcublas.so.13` / `.12`, `cublas64_13.dll` / `cublas64_12.dll`), from
-    /// the toolkit or a pip wheel.
-    Cublas,
-}
+pub use super::platform::Library;
 
 /// CUDA major versions whose NVRTC and cuBLAS GPU Lab can use, newest first.
 pub const SUPPORTED_MAJORS: [u32; 2] = [13, 12];
@@ -69,16 +58,6 @@ impl Library {
     /// on this OS.
     pub fn wheel_dir(self, major: u32) -> &'static str {
         self.wheel_dir_on(Os::CURRENT, major)
-    }
-
-    /// The pip package that provides it for `major`.
-    pub fn wheel(self, major: u32) -> &'static str {
-        match (self, major) {
-            (Self::Nvrtc, 12) => "nvidia-cuda-nvrtc-cu12",
-            (Self::Cublas, 12) => "nvidia-cublas-cu12",
-            (Self::Nvrtc, _) => "nvidia-cuda-nvrtc",
-            _ => "nvidia-cublas",
-        }
     }
 
     /// What to install on this OS when the library is missing.
@@ -246,7 +225,7 @@ pub fn device_sm() -> Option<u32> {
 /// Folders named by `GPULAB_CUDA_LIB` (separated as `PATH` is: `:`, on Windows `;`),
 /// when set and not empty.
 fn pinned_dirs() -> Option<Vec<PathBuf>> {
-    let list = std::env::var_os("GPULAB_CUDA_LIB")?;
+    let list = std::env::var("GPULAB_CUDA_LIB").ok()?;
     let dirs: Vec<PathBuf> = std::env::split_paths(&list)
         .filter(|d| !d.as_os_str().is_empty())
         .collect();

@@ -17,7 +17,18 @@
 //!   Macs; Apple silicon has no NVIDIA GPU), so nothing is searched and every
 //!   experiment runs on the CPU, which is said once, plainly.
 
-use super::loader::Library;
+/// The NVIDIA libraries GPU Lab uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Library {
+    /// The CUDA driver API (`libcuda.so.1`, `nvcuda.dll`), installed with the driver.
+    Driver,
+    /// The runtime compiler (`libnvrtc.so.13` / `.12`, `nvrtc64_130_0.dll` /
+    /// `nvrtc64_120_0.dll`), from the toolkit or a pip wheel.
+    Nvrtc,
+    /// cuBLAS (`libcublas.so.13` / `.12`, `cublas64_13.dll` / `cublas64_12.dll`), from
+    /// the toolkit or a pip wheel.
+    Cublas,
+}
 
 /// An operating system whose library names and places GPU Lab knows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -81,6 +92,16 @@ impl Os {
 }
 
 impl Library {
+    /// The pip package that provides it for `major`.
+    pub fn wheel(self, major: u32) -> &'static str {
+        match (self, major) {
+            (Self::Nvrtc, 12) => "nvidia-cuda-nvrtc-cu12",
+            (Self::Cublas, 12) => "nvidia-cublas-cu12",
+            (Self::Nvrtc, _) => "nvidia-cuda-nvrtc",
+            _ => "nvidia-cublas",
+        }
+    }
+
     /// The file name without a version, as a newcomer on `os` would look for it.
     pub fn name_on(self, os: Os) -> &'static str {
         match (os, self) {
