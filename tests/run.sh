@@ -75,6 +75,8 @@ echo "== load test at CI size (tests/load/run-ci.sh; full size: node tests/load/
 GPULAB_BIN=target/debug/gpulab bash tests/load/run-ci.sh
 echo "== scale-out on PostgreSQL at CI size (tests/cluster/run-ci.sh: 2 web nodes, 3 workers, a worker and a web node killed; full size: CLUSTER_FULL=1)"
 GPULAB_BIN=target/debug/gpulab bash tests/cluster/run-ci.sh
+echo "== actionlint .github/workflows (tests/lint-workflows.sh)"
+bash tests/lint-workflows.sh
 echo "== hadolint docker/Dockerfile"
 bash tests/lint-docker.sh
 echo "== Kubernetes manifests (tests/lint-k8s.sh, offline schemas)"
