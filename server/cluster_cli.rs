@@ -54,9 +54,7 @@ impl WorkerArgs {
             );
         }
         let db = connect(&self.database, 4)?;
-        let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
-            .map(|h| h.trim().to_string())
-            .unwrap_or_else(|_| "worker".into());
+        let host = gpulab::host::host_name("worker");
         let settings = WorkerSettings {
             name: self
                 .name

@@ -79,7 +79,7 @@
 //!   calibration that warms a device up before sizing a busy loop to a target time, and
 //!   a clock wrapper that keeps every timed interval for a run's trace.
 //! - [`spread`]: quartiles, outlier fences and the rule that says a timed point settled.
-//! - [`host`], [`format`]: the host machine as Linux describes it (and its CPU SGEMM
+//! - [`host`], [`format`]: the host machine (CPU, memory, name) on every OS (and its CPU SGEMM
 //!   reference against OpenBLAS, [`host::blas_reference`], when one was recorded here); number formatting
 //!   shared by terminal tables and lesson fallbacks.
 

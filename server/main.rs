@@ -39,7 +39,8 @@ enum Command {
     /// Serve the course over HTTP (the default when no subcommand is given).
     ///
     /// Logs go to standard error; set RUST_LOG (e.g. RUST_LOG=debug) for more detail.
-    /// Ctrl-C or SIGTERM stops the server gracefully.
+    /// Ctrl-C or SIGTERM (on Windows Ctrl-C, Ctrl-Break or closing the console) stops
+    /// the server gracefully.
     Serve(Config),
     /// Validate the course content and print each problem as `file:line: message`.
     ///
@@ -378,6 +379,11 @@ async fn drain_experiments(state: &AppState, timeout: Duration) {
     }
 }
 
+/// Waits for a request to stop, which every caller drains the same way: Ctrl-C on every
+/// OS; SIGTERM on Linux and macOS (what `docker stop`, systemd and Kubernetes send); on
+/// Windows, where there is no SIGTERM, Ctrl-Break, the console window being closed and
+/// the machine shutting down (Windows ends the process about 5 s after those two, so a
+/// long experiment may not finish its drain there).
 pub(crate) async fn shutdown_signal() {
     let ctrl_c = async {
         if let Err(e) = tokio::signal::ctrl_c().await {
@@ -385,24 +391,59 @@ pub(crate) async fn shutdown_signal() {
             std::future::pending::<()>().await;
         }
     };
-    #[cfg(unix)]
-    let terminate = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut signal) => {
-                signal.recv().await;
-            }
-            Err(e) => {
-                tracing::warn!("cannot listen for SIGTERM: {e}");
-                std::future::pending::<()>().await;
-            }
-        }
-    };
-    #[cfg(not(unix))]
-    let terminate = std::future::pending::<()>();
     tokio::select! {
         () = ctrl_c => tracing::info!("Ctrl-C received, shutting down"),
-        () = terminate => tracing::info!("SIGTERM received, shutting down"),
+        other = other_stop_signal() => tracing::info!("{other} received, shutting down"),
     }
+}
+
+/// SIGTERM.
+#[cfg(unix)]
+async fn other_stop_signal() -> &'static str {
+    match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+        Ok(mut signal) => {
+            signal.recv().await;
+        }
+        Err(e) => {
+            tracing::warn!("cannot listen for SIGTERM: {e}");
+            std::future::pending::<()>().await;
+        }
+    }
+    "SIGTERM"
+}
+
+/// The console's other stop events: Ctrl-Break, the window closed, the machine
+/// shutting down.
+#[cfg(windows)]
+async fn other_stop_signal() -> &'static str {
+    use tokio::signal::windows;
+    // Each listener on its own: one that cannot be set up waits forever, the others
+    // still work.
+    macro_rules! listen {
+        ($make:expr, $what:literal) => {
+            async {
+                match $make {
+                    Ok(mut listener) => {
+                        listener.recv().await;
+                    }
+                    Err(e) => {
+                        tracing::warn!("cannot listen for {}: {e}", $what);
+                        std::future::pending::<()>().await;
+                    }
+                }
+            }
+        };
+    }
+    tokio::select! {
+        () = listen!(windows::ctrl_break(), "Ctrl-Break") => "Ctrl-Break",
+        () = listen!(windows::ctrl_close(), "the console closing") => "console close",
+        () = listen!(windows::ctrl_shutdown(), "a system shutdown") => "system shutdown",
+    }
+}
+
+#[cfg(not(any(unix, windows)))]
+async fn other_stop_signal() -> &'static str {
+    std::future::pending().await
 }
 
 fn doctor(json: bool) -> ExitCode {

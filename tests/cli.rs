@@ -1,8 +1,13 @@
-//! The real `gpulab` binary: help text, a graceful exit on SIGTERM, and request lines in
-//! the log only when the log filter asks for them.
+//! The real `gpulab` binary: help text, a graceful exit on SIGTERM, Ctrl-C (SIGINT)
+//! draining as SIGTERM does, and request lines in the log only when the log filter
+//! asks for them.
 
+#[cfg(unix)]
 use std::io::{BufRead, BufReader};
-use std::process::{Command, Stdio};
+use std::process::Command;
+#[cfg(unix)]
+use std::process::Stdio;
+#[cfg(unix)]
 use std::time::{Duration, Instant};
 
 #[test]
@@ -67,8 +72,13 @@ impl Served {
     }
 
     fn sigterm(&self) {
+        self.signal("TERM");
+    }
+
+    /// Sends `SIG<name>` (`TERM`, `INT`: what a terminal's Ctrl-C sends).
+    fn signal(&self, name: &str) {
         let status = Command::new("kill")
-            .args(["-TERM", &self.child.id().to_string()])
+            .args([&format!("-{name}"), &self.child.id().to_string()])
             .status()
             .unwrap();
         assert!(status.success());
@@ -95,6 +105,61 @@ fn sigterm_shuts_the_server_down_cleanly() {
     }
 }
 
+/// The drain's log lines after the one naming `signal` (their messages, without the
+/// time stamps), once the server stopped on it after one page view.
+#[cfg(unix)]
+fn drain_after(signal: &str, named: &str) -> Vec<String> {
+    use std::io::Read;
+    let mut served = Served::start("info");
+    assert!(raw_http::get_home(&served.address).contains("GPU Lab"));
+    served.signal(signal);
+    served.stderr.read_to_string(&mut served.log).unwrap();
+    let status = served.child.wait().unwrap();
+    assert!(status.success(), "exit status {status} on SIG{signal}");
+    let log = &served.log;
+    let marker = format!("{named} received, shutting down");
+    let at = log
+        .find(&marker)
+        .unwrap_or_else(|| panic!("no {marker:?} in the log: {log}"));
+    log[at + marker.len()..]
+        .lines()
+        .map(without_colours)
+        .filter_map(|line| {
+            line.split_once(": ")
+                .map(|(_, message)| message.to_string())
+        })
+        .collect()
+}
+
+/// `line` without ANSI colour codes (`ESC [ … m`).
+#[cfg(unix)]
+fn without_colours(line: &str) -> String {
+    let mut out = String::new();
+    let mut chars = line.chars();
+    while let Some(c) = chars.next() {
+        if c == '\u{1b}' {
+            chars.by_ref().find(|c| *c == 'm');
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// Ctrl-C is how a learner stops the server in a terminal (on every OS; on Windows it
+/// is the usual way): it must drain exactly as SIGTERM does.
+#[cfg(unix)]
+#[test]
+fn ctrl_c_drains_as_sigterm_does() {
+    let term = drain_after("TERM", "SIGTERM");
+    let ctrl_c = drain_after("INT", "Ctrl-C");
+    assert!(
+        term.last().is_some_and(|l| l.contains("shut down cleanly")),
+        "{term:?}"
+    );
+    assert_eq!(ctrl_c, term);
+}
+
 /// The server's log after one page view, run with `RUST_LOG=filter` until SIGTERM.
 #[cfg(unix)]
 fn log_of_one_page_view(filter: &str) -> String {
@@ -119,6 +184,7 @@ fn request_lines_are_logged_only_when_the_filter_asks_for_them() {
     assert!(!default.contains("processing request"), "{default}");
 }
 
+#[cfg(unix)]
 mod raw_http {
     /// A tiny blocking GET over a std TCP stream, so this test needs no async runtime.
     pub fn get_home(address: &str) -> String {

@@ -3,8 +3,8 @@
 # Rust tests (against a throwaway PostgreSQL server, tests/pg), the JavaScript unit tests
 # (tests/js), the end-to-end tests in headless Chromium (tests/e2e, screenshots in
 # target/e2e-artifacts/screenshots/), the API fuzz, crash and load tests (tests/fuzz,
-# tests/crash, tests/load), the Dockerfile lint, and the GPU chain (tests/gpu) checked end
-# to end on the CPU.
+# tests/crash, tests/load), the Dockerfile lint, the Windows, Linux-on-Arm and macOS
+# builds (tests/platforms), and the GPU chain (tests/gpu) checked end to end on the CPU.
 # This is the test command named in README.md; CI runs it through .ci/run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -80,6 +80,8 @@ echo "== scale-out on PostgreSQL at CI size (tests/cluster/run-ci.sh: 2 web node
 GPULAB_BIN=target/debug/gpulab bash tests/cluster/run-ci.sh
 echo "== pre-commit validate-manifest .pre-commit-hooks.yaml (the script doctor's hooks, read by pre-commit itself)"
 target/e2e-venv/bin/pre-commit validate-manifest .pre-commit-hooks.yaml
+echo "== actionlint .github/workflows (tests/lint-workflows.sh)"
+bash tests/lint-workflows.sh
 echo "== hadolint docker/Dockerfile"
 bash tests/lint-docker.sh
 echo "== Kubernetes manifests (tests/lint-k8s.sh, offline schemas)"
@@ -92,6 +94,11 @@ echo "== gpulab selftest (every experiment against its reference; GPU checks whe
 cargo run --locked --quiet -- selftest
 echo "== gpulab check"
 cargo run --locked --quiet -- check --content content
+# The learners' other platforms: the Windows build served and self-tested under Wine,
+# the aarch64 Linux build under qemu-aarch64, the macOS build checked with zig's C
+# compiler (tests/platforms/run.sh; its builds are kept between runs, see README.md).
+echo "== other platforms (tests/platforms/run.sh --ci: Windows under Wine, Linux on Arm under qemu, macOS checked)"
+bash tests/platforms/run.sh --ci
 # The GPU run end to end on this machine's CPU, at small sizes: the judge's unit tests,
 # then pack the debug build built above, copy the pack to another folder (as it is
 # copied to a GPU machine, where cargo's build folder does not exist), run every step of

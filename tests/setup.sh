@@ -33,6 +33,13 @@ if ! command -v node >/dev/null; then
 elif ! command -v npm >/dev/null; then
   need_apt+=(npm)
 fi
+# Other platforms, built and run here (tests/platforms/run.sh): MinGW-w64 and Wine for
+# Windows, the aarch64 cross compiler (with its libc, which qemu-user loads) and qemu's
+# user-mode emulator for Linux on Arm.
+command -v x86_64-w64-mingw32-gcc >/dev/null || need_apt+=(gcc-mingw-w64-x86-64)
+command -v aarch64-linux-gnu-gcc >/dev/null || need_apt+=(gcc-aarch64-linux-gnu)
+command -v qemu-aarch64-static >/dev/null || need_apt+=(qemu-user-static)
+command -v wine >/dev/null || need_apt+=(wine64)
 
 if ((${#need_apt[@]})); then
   if [[ $(id -u) -ne 0 ]]; then
@@ -42,6 +49,24 @@ if ((${#need_apt[@]})); then
   echo "setup: installing ${need_apt[*]}"
   apt-get update -qq
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need_apt[@]}"
+fi
+
+# The standard library for each other platform's target (rustup skips what it has).
+cross_targets=(x86_64-pc-windows-gnu aarch64-unknown-linux-gnu aarch64-apple-darwin x86_64-apple-darwin)
+installed_targets=$(rustup target list --installed)
+for target in "${cross_targets[@]}"; do
+  grep -qx "$target" <<<"$installed_targets" || rustup target add "$target"
+done
+# zig's C compiler (with macOS's libc headers) and cargo-zigbuild, for the macOS checks:
+# pinned, in a virtualenv under target/.
+CROSS_VENV=target/cross-venv
+if ! "$CROSS_VENV/bin/cargo-zigbuild" --version 2>/dev/null | grep -q ' 0\.24\.0$' ||
+  ! "$CROSS_VENV/bin/python" -c "import ziglang" 2>/dev/null; then
+  echo "setup: installing ziglang 0.17.0 and cargo-zigbuild 0.24.0 into $CROSS_VENV"
+  rm -rf "$CROSS_VENV"
+  python3 -m venv "$CROSS_VENV"
+  "$CROSS_VENV/bin/pip" install -q --disable-pip-version-check --only-binary=:all: \
+    ziglang==0.17.0 cargo-zigbuild==0.24.0
 fi
 
 for component in rustfmt clippy; do

@@ -23,9 +23,17 @@ pub use parallel::{Threading, threading};
 
 /// The kernels faer 0.24 runs on this CPU: it checks the CPU's features at run time,
 /// as here, and uses private-gemm-x86's AVX-512 kernels when AVX-512F is there, its
-/// AVX2 ones with AVX2 and FMA, else the portable `gemm` crate. (Products of at most
-/// 16³ multiply-adds go to `nano-gemm` whatever the CPU.)
+/// AVX2 ones with AVX2 and FMA, else the `gemm` crate, whose own dispatch takes its
+/// NEON kernels on Arm (every aarch64 CPU has NEON: Apple silicon, Grace, Jetson) and
+/// portable ones elsewhere. (Products of at most 16³ multiply-adds go to `nano-gemm`
+/// whatever the CPU.)
 pub fn kernel() -> &'static str {
+    #[cfg(target_arch = "aarch64")]
+    {
+        if std::arch::is_aarch64_feature_detected!("neon") {
+            return "faer 0.24, NEON kernels (gemm)";
+        }
+    }
     #[cfg(target_arch = "x86_64")]
     {
         if std::arch::is_x86_feature_detected!("avx512f") {

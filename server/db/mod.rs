@@ -169,17 +169,18 @@ enum Store {
     Postgres(Option<PgPool>),
 }
 
-/// The one SQLite connection, and which file (device and inode) it opened: a file at
-/// the path with another identity means the one open was removed or replaced.
+/// The one SQLite connection, and which file it opened: a file at the path with
+/// another identity means the one open was removed or replaced.
 struct SqliteFile {
     conn: Connection,
-    identity: Option<(u64, u64)>,
+    identity: Option<file_id::FileId>,
 }
 
-/// The device and inode of the file at `path`, if there is one.
-fn file_identity(path: &Path) -> Option<(u64, u64)> {
-    use std::os::unix::fs::MetadataExt;
-    std::fs::metadata(path).ok().map(|m| (m.dev(), m.ino()))
+/// The identity of the file at `path`, if there is one: its device and inode on Linux
+/// and macOS, its volume serial number and file index on Windows (`file-id`, which
+/// opens the file with every sharing mode there, so SQLite's own handle is unaffected).
+fn file_identity(path: &Path) -> Option<file_id::FileId> {
+    file_id::get_file_id(path).ok()
 }
 
 impl Drop for Store {

@@ -127,9 +127,7 @@ fn clock(db: &Db) -> f64 {
 
 /// A worker thread's name in the queue: unique per process and slot.
 fn thread_name(index: usize) -> String {
-    let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
-        .map(|h| h.trim().to_string())
-        .unwrap_or_else(|_| "serve".into());
+    let host = crate::host::host_name("serve");
     format!("{host}-serve-{}-{index}", std::process::id())
 }
 

@@ -252,7 +252,7 @@ fn reissue(error: &GpuError) -> GpuError {
 }
 
 fn nvml_devices() -> Result<String, GpuError> {
-    let nvml = guarded(nvml_wrapper::Nvml::init)?
+    let nvml = super::nvml::start()
         .map_err(|e| GpuError::Unsupported(format!("NVML could not start: {e}")))?;
     let count = nvml
         .device_count()

@@ -91,16 +91,18 @@ pub fn full_source(file: &KernelFile) -> String {
 pub fn include_paths(nvrtc_path: &str) -> Vec<String> {
     let mut paths: Vec<String> = Vec::new();
     if let Ok(list) = std::env::var("GPULAB_CUDA_INCLUDE") {
+        // Separated as PATH is (`:`, on Windows `;`, where `C:\` has a colon).
         paths.extend(
-            list.split(':')
-                .filter(|p| !p.is_empty())
-                .map(str::to_string),
+            std::env::split_paths(&list)
+                .filter(|p| !p.as_os_str().is_empty())
+                .map(|p| p.display().to_string()),
         );
     }
     if let Some(lib) = Path::new(nvrtc_path).parent() {
-        // Toolkit: lib64/../include; cu13 wheel: cu13/lib/../include; cu12 wheels:
-        // cuda_nvrtc/lib/../../cuda_runtime/include.
-        for beside in ["../include", "../../cuda_runtime/include"] {
+        // Toolkit: lib64/../include (Windows: bin/../include, CUDA 13 bin/x64/../../include);
+        // cu13 wheel: cu13/lib/../include (Windows: cu13/bin/x86_64/../../include); cu12
+        // wheels: cuda_nvrtc/lib/../../cuda_runtime/include (Windows: …/bin/…).
+        for beside in ["../include", "../../include", "../../cuda_runtime/include"] {
             paths.push(lib.join(beside).display().to_string());
         }
     }

@@ -8,12 +8,14 @@
 //! cannot run on it, so GPU Lab resolves those two itself: it asks the driver which CUDA
 //! it supports (`cuDriverGetVersion`) and tries the newest major not above it (13, then
 //! 12; both without a driver), first in `GPULAB_CUDA_LIB` (when set, the only place
-//! searched), then on the loader's path (`LD_LIBRARY_PATH`, ldconfig), then in the
-//! usual toolkit folders and the NVIDIA pip wheels' folders ([`search_path`]). A GPU
+//! searched), then on the loader's path (`LD_LIBRARY_PATH`, ldconfig; on Windows the
+//! DLL search path), then in the usual toolkit folders and the NVIDIA pip wheels'
+//! folders ([`search_path`]). Each OS's file names and folders are in [`platform`];
+//! macOS has no CUDA, which is said instead of searching. A GPU
 //! older than CUDA 13's oldest architecture (NVRTC 13.0 compiles for sm_75 and up)
 //! gets the CUDA 12 set; `GPULAB_CUDA_MAJOR=12|13` forces one. A failure lists the
-//! names and folders tried, the loader's own error (`dlerror`) for every file that
-//! exists but did not load, and where the wheels put the files.
+//! names and folders tried, the loader's own error (`dlerror`, or Windows') for every
+//! file that exists but did not load, and where the wheels put the files.
 //!
 //! A `libcuda.so` that loads is not yet a driver: the CUDA toolkit ships a stub of it
 //! in `lib64/stubs` for linking, and every call into the stub fails with
@@ -21,24 +23,18 @@
 //! apart, and says which file is the stub.
 //!
 //! [`search_path`]: super::search_path
+//! [`platform`]: super::platform
 
-use std::ffi::{CStr, c_void};
+use std::ffi::c_void;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::{Path, PathBuf};
 
+use super::dynload::{load, object_containing};
 use super::error::GpuError;
+use super::platform::Os;
 use super::search_path::{self, SearchEnv};
 
-/// The NVIDIA libraries GPU Lab uses.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Library {
-    /// The CUDA driver API (`libcuda.so.1`), installed with the NVIDIA driver.
-    Driver,
-    /// The runtime compiler (`libnvrtc.so.13` / `.12`), from the toolkit or a pip wheel.
-    Nvrtc,
-    /// cuBLAS (`libcublas.so.13` / `.12`), from the toolkit or a pip wheel.
-    Cublas,
-}
+pub use super::platform::Library;
 
 /// CUDA major versions whose NVRTC and cuBLAS GPU Lab can use, newest first.
 pub const SUPPORTED_MAJORS: [u32; 2] = [13, 12];
@@ -53,48 +49,20 @@ pub const OLDEST_SM_CUDA_13: u32 = 75;
 pub const CUDA_ERROR_STUB_LIBRARY: u32 = 34;
 
 impl Library {
-    /// The file name without a version, as a newcomer would look for it.
+    /// The file name without a version, as a newcomer on this OS would look for it.
     pub fn file_name(self) -> &'static str {
-        match self {
-            Self::Driver => "libcuda.so",
-            Self::Nvrtc => "libnvrtc.so",
-            Self::Cublas => "libcublas.so",
-        }
+        self.name_on(Os::CURRENT)
     }
 
-    /// The folder (below `site-packages`) where NVIDIA's pip wheel for `major` puts it.
+    /// The folder (below `site-packages`) where NVIDIA's pip wheel for `major` puts it
+    /// on this OS.
     pub fn wheel_dir(self, major: u32) -> &'static str {
-        match (self, major) {
-            (Self::Nvrtc, 12) => "nvidia/cuda_nvrtc/lib",
-            (Self::Cublas, 12) => "nvidia/cublas/lib",
-            _ => "nvidia/cu13/lib",
-        }
+        self.wheel_dir_on(Os::CURRENT, major)
     }
 
-    /// The pip package that provides it for `major`.
-    pub fn wheel(self, major: u32) -> &'static str {
-        match (self, major) {
-            (Self::Nvrtc, 12) => "nvidia-cuda-nvrtc-cu12",
-            (Self::Cublas, 12) => "nvidia-cublas-cu12",
-            (Self::Nvrtc, _) => "nvidia-cuda-nvrtc",
-            _ => "nvidia-cublas",
-        }
-    }
-
-    /// What to install when the library is missing.
+    /// What to install on this OS when the library is missing.
     pub fn install_hint(self) -> String {
-        match self {
-            Self::Driver => "no NVIDIA driver is installed, or this container was started without GPU access (--gpus all / NVIDIA Container Toolkit)".to_string(),
-            Self::Nvrtc | Self::Cublas => format!(
-                "install the CUDA toolkit, or the pip wheels matching the driver: CUDA 13 (driver ≥ 580) `pip install {} nvidia-cuda-runtime` (the runtime wheel brings the headers the kernels need) puts {}.13 in site-packages/{} — not the `nvidia-*-cu13` names, which are empty placeholders; CUDA 12 `pip install {} nvidia-cuda-runtime-cu12` puts {}.12 in site-packages/{}; any virtualenv (activated or a `.venv` here or above), pyenv or python3's own site-packages is searched; or set GPULAB_CUDA_LIB to the folder (GPULAB_CUDA_MAJOR=12 or 13 picks the set)",
-                self.wheel(13),
-                self.file_name(),
-                self.wheel_dir(13),
-                self.wheel(12),
-                self.file_name(),
-                self.wheel_dir(12),
-            ),
-        }
+        self.install_hint_on(Os::CURRENT)
     }
 }
 
@@ -254,28 +222,59 @@ pub fn device_sm() -> Option<u32> {
     .flatten()
 }
 
-/// Folders named by `GPULAB_CUDA_LIB` (`:`-separated), when set and not empty.
+/// Folders named by `GPULAB_CUDA_LIB` (separated as `PATH` is: `:`, on Windows `;`),
+/// when set and not empty.
 fn pinned_dirs() -> Option<Vec<PathBuf>> {
     let list = std::env::var("GPULAB_CUDA_LIB").ok()?;
-    let dirs: Vec<PathBuf> = list
-        .split(':')
-        .filter(|d| !d.is_empty())
-        .map(PathBuf::from)
+    let dirs: Vec<PathBuf> = std::env::split_paths(&list)
+        .filter(|d| !d.as_os_str().is_empty())
         .collect();
     (!dirs.is_empty()).then_some(dirs)
 }
 
-/// Where toolkits and pip wheels usually put `library` for `major`, beyond the
-/// loader's own path, in search order ([`search_path`]).
+/// Where toolkits and pip wheels usually put `library` for `major` on `env.os`,
+/// beyond the loader's own path, in search order ([`search_path`]).
 pub fn usual_dirs(library: Library, major: u32, env: &SearchEnv) -> Vec<PathBuf> {
     let mut dirs = search_path::toolkit_dirs(env, major);
     dirs.extend(
         search_path::site_packages(env)
             .into_iter()
-            .map(|packages| packages.join(library.wheel_dir(major))),
+            .map(|packages| packages.join(library.wheel_dir_on(env.os, major))),
     );
     dirs.retain(|d| d.is_dir());
     dirs
+}
+
+/// Every file to try for `library`, in order, each with the place it stands for in
+/// "tried … in …": for each major, the `pinned` folders alone when given, else the
+/// loader's own path, then [`usual_dirs`]. A pure function of its arguments (and of
+/// which folders exist), so each OS's order is tested anywhere.
+pub fn candidates(
+    library: Library,
+    majors: &[u32],
+    pinned: Option<&[PathBuf]>,
+    env: &SearchEnv,
+) -> Vec<(u32, PathBuf, String)> {
+    let mut out = Vec::new();
+    for &major in majors {
+        let name = library.versioned_name(env.os, major);
+        let places: Vec<Option<PathBuf>> = match pinned {
+            Some(dirs) => dirs.iter().cloned().map(Some).collect(),
+            None => std::iter::once(None)
+                .chain(usual_dirs(library, major, env).into_iter().map(Some))
+                .collect(),
+        };
+        for place in places {
+            let candidate = place
+                .as_ref()
+                .map_or(PathBuf::from(&name), |d| d.join(&name));
+            let where_ = place.map_or(env.os.loader_path().to_string(), |d| {
+                d.display().to_string()
+            });
+            out.push((major, candidate, where_));
+        }
+    }
+    out
 }
 
 /// Finds and loads the newest usable `library` (NVRTC or cuBLAS) for a driver that
@@ -286,59 +285,53 @@ pub fn open(
     device_sm: Option<u32>,
 ) -> Result<Loaded, GpuError> {
     let unusable = |why: String| GpuError::Unsupported(format!("{}: {why}", library.file_name()));
+    let env = SearchEnv::current();
+    if !env.os.has_cuda() {
+        return Err(GpuError::Missing {
+            library: library.file_name(),
+            hint: library.install_hint(),
+        });
+    }
     let forced = forced_major().map_err(unusable)?;
     let majors = majors_for(driver_major, device_sm, forced).map_err(unusable)?;
     let pinned = pinned_dirs();
-    let env = SearchEnv::current();
-    let mut names = Vec::new();
     let mut searched: Vec<String> = Vec::new();
     let mut refusals: Vec<String> = Vec::new();
-    for &major in &majors {
-        let name = format!("{}.{major}", library.file_name());
-        let places: Vec<Option<PathBuf>> = match &pinned {
-            Some(dirs) => dirs.iter().cloned().map(Some).collect(),
-            None => std::iter::once(None)
-                .chain(usual_dirs(library, major, &env).into_iter().map(Some))
-                .collect(),
-        };
-        for place in places {
-            let candidate = place
-                .as_ref()
-                .map_or(PathBuf::from(&name), |d| d.join(&name));
-            let where_ = place.map_or(
-                "the loader's path (LD_LIBRARY_PATH, ldconfig)".into(),
-                |d| d.display().to_string(),
-            );
-            if !searched.contains(&where_) {
-                searched.push(where_);
+    for (major, candidate, where_) in candidates(library, &majors, pinned.as_deref(), &env) {
+        if !searched.contains(&where_) {
+            searched.push(where_);
+        }
+        match load(&candidate) {
+            Ok(loaded) => {
+                let path = resolved_path(&loaded, &candidate);
+                let companions = library
+                    .companion_prefix(env.os, major)
+                    .map(|prefix| companions(Path::new(&path), &prefix))
+                    .unwrap_or_default();
+                return Ok(Loaded {
+                    library: loaded,
+                    path,
+                    major,
+                    companions,
+                });
             }
-            match load(&candidate) {
-                Ok(library) => {
-                    let path = resolved_path(&library, &candidate);
-                    let companions =
-                        companions(Path::new(&path), &format!("libnvrtc-builtins.so.{major}."));
-                    return Ok(Loaded {
-                        library,
-                        path,
-                        major,
-                        companions,
-                    });
-                }
-                Err(dlerror) => {
-                    if let Some(refusal) = refusal(&candidate, &dlerror) {
-                        refusals.push(refusal);
-                    }
+            Err(loader_error) => {
+                if let Some(refusal) = refusal(env.os, &candidate, &loader_error) {
+                    refusals.push(refusal);
                 }
             }
         }
-        names.push(name);
     }
+    let names: Vec<String> = majors
+        .iter()
+        .map(|m| library.versioned_name(env.os, *m))
+        .collect();
     let why_not_13 = match (forced, driver_major, device_sm) {
         _ if majors.contains(&13) => String::new(),
         (Some(f), _, _) => format!(" (GPULAB_CUDA_MAJOR={f})"),
         (None, Some(d), _) if d < 13 => format!(
-            " (this driver supports CUDA {d}, so {}.13 would not run on it)",
-            library.file_name()
+            " (this driver supports CUDA {d}, so {} would not run on it)",
+            library.versioned_name(env.os, 13)
         ),
         (None, _, Some(sm)) => format!(
             " (this GPU is sm_{sm}, older than CUDA 13's oldest, sm_{OLDEST_SM_CUDA_13}, so the CUDA 12 set is used)"
@@ -362,12 +355,12 @@ pub fn open(
 }
 
 /// The loader's complaint about `candidate`, worth showing when the file is there (a
-/// wrong architecture, a missing dependency, a broken symlink): `dlerror`'s own text.
+/// wrong architecture, a missing dependency, a broken symlink): the loader's own text.
 /// A bare name that is simply not on the loader's path says nothing new.
-fn refusal(candidate: &Path, dlerror: &str) -> Option<String> {
+fn refusal(os: Os, candidate: &Path, loader_error: &str) -> Option<String> {
     let exists = candidate.is_absolute() && candidate.symlink_metadata().is_ok();
-    let bare_but_found = !candidate.is_absolute() && !dlerror.contains("No such file");
-    (exists || bare_but_found).then(|| format!("{}: {dlerror}", candidate.display()))
+    let bare_but_found = !candidate.is_absolute() && !os.means_absent(loader_error);
+    (exists || bare_but_found).then(|| format!("{}: {loader_error}", candidate.display()))
 }
 
 /// Loads the files beside `path` whose names start with `prefix` (NVRTC's builtins),
@@ -383,23 +376,9 @@ fn companions(path: &Path, prefix: &str) -> Vec<libloading::Library> {
         .collect()
 }
 
-/// `dlopen`s `path`, or the loader's error text (`dlerror`) when it cannot.
-fn load(path: &Path) -> Result<libloading::Library, String> {
-    // SAFETY: loading runs the library's initialisers; NVRTC and cuBLAS have none that
-    // depend on state of ours, and nothing from the library is called here.
-    guarded(|| unsafe { libloading::Library::new(path) })
-        .map_err(|e| e.to_string())?
-        .map_err(|e| dlerror_text(&e))
-}
-
-/// The loader's own words: libloading says "dlopen failed" and keeps `dlerror`'s
-/// text (the file, and why) as the error's source.
-fn dlerror_text(error: &libloading::Error) -> String {
-    std::error::Error::source(error).map_or_else(|| error.to_string(), ToString::to_string)
-}
-
 /// The file the loader actually opened for `library` (asked of the loader with
-/// `dladdr` on one of its symbols), or `candidate` when it cannot tell.
+/// `dladdr`, or its Windows twin, on one of its symbols), or `candidate` when it
+/// cannot tell.
 fn resolved_path(library: &libloading::Library, candidate: &Path) -> String {
     let from_loader = ["nvrtcVersion", "cublasGetProperty"]
         .into_iter()
@@ -412,32 +391,6 @@ fn resolved_path(library: &libloading::Library, candidate: &Path) -> String {
             object_containing(address)
         });
     from_loader.unwrap_or_else(|| candidate.display().to_string())
-}
-
-/// The path of the loaded object that contains `address`.
-fn object_containing(address: *mut c_void) -> Option<String> {
-    let mut info = libc::Dl_info {
-        dli_fname: std::ptr::null(),
-        dli_fbase: std::ptr::null_mut(),
-        dli_sname: std::ptr::null(),
-        dli_saddr: std::ptr::null_mut(),
-    };
-    // SAFETY: dladdr only reads the loader's tables and fills `info`; dli_fname, when
-    // set, points at a NUL-terminated string owned by the loader that lives as long
-    // as the object stays loaded (it is copied out at once).
-    let found = unsafe { libc::dladdr(address, &raw mut info) };
-    if found == 0 || info.dli_fname.is_null() {
-        return None;
-    }
-    // SAFETY: checked non-null above; see the SAFETY note on dladdr.
-    let name = unsafe { CStr::from_ptr(info.dli_fname) }.to_string_lossy();
-    let path = PathBuf::from(name.as_ref());
-    Some(
-        std::fs::canonicalize(&path)
-            .unwrap_or(path)
-            .display()
-            .to_string(),
-    )
 }
 
 /// Runs `f`, turning a panic (cudarc's way of reporting a missing symbol or library)
@@ -455,130 +408,5 @@ pub fn guarded<T>(f: impl FnOnce() -> T) -> Result<T, GpuError> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn never_a_library_newer_than_the_driver() {
-        assert_eq!(majors_for(None, None, None).unwrap(), vec![13, 12]);
-        assert_eq!(majors_for(Some(13), None, None).unwrap(), vec![13, 12]);
-        assert_eq!(majors_for(Some(12), None, None).unwrap(), vec![12]);
-        assert!(majors_for(Some(11), None, None).unwrap().is_empty());
-    }
-
-    #[test]
-    fn a_gpu_older_than_cuda_13s_oldest_arch_gets_the_cuda_12_set() {
-        assert_eq!(
-            majors_for(Some(13), Some(70), None).unwrap(),
-            vec![12],
-            "V100"
-        );
-        assert_eq!(
-            majors_for(Some(13), Some(61), None).unwrap(),
-            vec![12],
-            "P100"
-        );
-        assert_eq!(
-            majors_for(Some(13), Some(75), None).unwrap(),
-            vec![13, 12],
-            "T4"
-        );
-        assert_eq!(
-            majors_for(Some(13), Some(90), None).unwrap(),
-            vec![13, 12],
-            "H100"
-        );
-    }
-
-    #[test]
-    fn gpulab_cuda_major_forces_one_set_or_says_why_it_cannot() {
-        assert_eq!(majors_for(Some(13), Some(90), Some(12)).unwrap(), vec![12]);
-        assert_eq!(majors_for(None, None, Some(13)).unwrap(), vec![13]);
-        let e = majors_for(Some(12), Some(90), Some(13)).unwrap_err();
-        assert!(e.contains("supports CUDA 12"), "{e}");
-        let e = majors_for(Some(13), None, Some(11)).unwrap_err();
-        assert!(e.contains("12 or 13"), "{e}");
-    }
-
-    #[test]
-    fn the_install_hint_names_the_runtime_wheel_and_warns_about_cu13_names() {
-        let hint = Library::Nvrtc.install_hint();
-        assert!(
-            hint.contains("pip install nvidia-cuda-nvrtc nvidia-cuda-runtime"),
-            "{hint}"
-        );
-        assert!(
-            hint.contains("nvidia-*-cu13") && hint.contains("placeholders"),
-            "{hint}"
-        );
-        assert!(hint.contains("nvidia-cuda-runtime-cu12"), "{hint}");
-        assert!(hint.contains("GPULAB_CUDA_MAJOR"), "{hint}");
-    }
-
-    #[test]
-    fn a_stub_is_named_as_one() {
-        let text = stub_message(Some("/usr/local/cuda/lib64/stubs/libcuda.so"));
-        assert!(
-            text.contains("is a stub") && text.contains("error 34"),
-            "{text}"
-        );
-        assert!(
-            text.contains("/usr/local/cuda/lib64/stubs/libcuda.so"),
-            "{text}"
-        );
-    }
-
-    #[test]
-    fn the_loaders_own_error_is_kept_for_a_file_that_exists() {
-        let dir = tempfile::tempdir().unwrap();
-        let broken = dir.path().join("libnvrtc.so.13");
-        std::fs::write(&broken, b"not an ELF file").unwrap();
-        let dlerror = load(&broken).map(|_| ()).unwrap_err();
-        let kept = refusal(&broken, &dlerror).unwrap();
-        assert!(
-            kept.contains("libnvrtc.so.13") && kept.contains(&dlerror),
-            "{kept}"
-        );
-        assert!(!dlerror.is_empty());
-        let absent = dir.path().join("libcublas.so.13");
-        let dlerror = load(&absent).map(|_| ()).unwrap_err();
-        assert_eq!(
-            refusal(&absent, &dlerror),
-            None,
-            "a missing file adds nothing"
-        );
-    }
-
-    #[test]
-    fn a_failed_search_names_what_it_tried_and_where_the_wheels_go() {
-        let Err(error) = open(Library::Cublas, Some(12), None).map(|l| l.path) else {
-            return; // this machine has cuBLAS 12: nothing to report
-        };
-        let text = error.to_string();
-        assert!(text.starts_with("libcublas.so not found"), "{text}");
-        assert!(text.contains("libcublas.so.12"), "{text}");
-        assert!(!text.contains("tried libcublas.so.13"), "{text}");
-        assert!(text.contains("this driver supports CUDA 12"), "{text}");
-        assert!(text.contains("nvidia/cublas/lib"), "{text}");
-        assert!(text.contains("nvidia/cu13/lib"), "{text}");
-    }
-
-    #[test]
-    fn presence_checks_never_panic() {
-        if let Err(e) = require_driver() {
-            assert!(e.to_string().starts_with("libcuda.so not found"), "{e}");
-        }
-        for library in [Library::Nvrtc, Library::Cublas] {
-            if let Err(e) = open(library, driver_major(), None) {
-                assert!(e.to_string().starts_with(library.file_name()), "{e}");
-            }
-        }
-        assert_eq!(guarded(|| 2 + 2).unwrap(), 4);
-        assert!(
-            guarded(|| -> u8 { panic!("boom") })
-                .unwrap_err()
-                .to_string()
-                .contains("boom")
-        );
-    }
-}
+#[path = "loader_tests.rs"]
+mod tests;

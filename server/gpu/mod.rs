@@ -3,7 +3,9 @@
 //! experiments, the engine, the web layer — sees safe, typed calls and one error type.
 //!
 //! - [`loader`]: run-time loading of libcuda / libnvrtc / libcublas without panicking;
-//!   [`search_path`]: the folders (toolkit, every Python environment) it looks in.
+//!   [`search_path`]: the folders (toolkit, every Python environment) it looks in;
+//!   [`platform`]: each OS's file names and folders (Linux, Windows; macOS has no
+//!   CUDA); [`dynload`]: the OS's loader (`dlopen`/`dladdr`, `LoadLibraryExW`).
 //! - [`device`]: [`Gpu`], the handle (context, main stream, card, kernels, cuBLAS), and
 //!   [`Stream`] with its buffers and copies.
 //! - [`copies`]: host↔device byte copies in stream order behind one trait, each copy
@@ -33,6 +35,7 @@ pub mod copies;
 pub mod cublas;
 pub mod device;
 pub mod doctor;
+pub mod dynload;
 pub mod error;
 pub mod graph;
 pub mod kernels;
@@ -41,6 +44,7 @@ pub mod loader;
 pub mod memory;
 pub mod nvml;
 pub mod nvrtc;
+pub mod platform;
 pub mod search_path;
 pub mod standin;
 pub mod stream;

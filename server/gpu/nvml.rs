@@ -7,6 +7,8 @@
 //! looked up by that UUID every time. On a MIG slice, memory and processes are the
 //! slice's own; clocks and the PCIe link only exist for the whole GPU, so they come from
 //! the parent and the card says so. NVML is initialised once per open GPU and shared.
+//! [`start`] finds NVML's library by each OS's names ([`Os::nvml_candidates`]: on
+//! Windows `nvml.dll` in System32, else in `NVSMI` as older drivers put it).
 
 use std::sync::Arc;
 
@@ -17,6 +19,29 @@ use nvml_wrapper::enum_wrappers::device::Clock;
 use nvml_wrapper::enums::device::UsedGpuMemory;
 
 use super::loader::guarded;
+use super::platform::Os;
+
+/// Starts NVML from the first of this OS's candidate files that works, or the error of
+/// the first one tried (nvml-wrapper's own default name). Never panics.
+pub fn start() -> Result<Nvml, String> {
+    let program_files = std::env::var("ProgramFiles").ok();
+    let candidates = Os::CURRENT.nvml_candidates(program_files.as_deref());
+    let mut first_error = None;
+    for candidate in &candidates {
+        let attempt = guarded(|| {
+            Nvml::builder()
+                .lib_path(std::ffi::OsStr::new(candidate))
+                .init()
+        });
+        match attempt {
+            Ok(Ok(nvml)) => return Ok(nvml),
+            Ok(Err(e)) => first_error.get_or_insert_with(|| format!("{candidate}: {e}")),
+            Err(e) => first_error.get_or_insert_with(|| format!("{candidate}: {e}")),
+        };
+    }
+    Err(first_error
+        .unwrap_or_else(|| "no NVML on this OS (macOS has no NVIDIA driver)".to_string()))
+}
 
 /// One process holding GPU memory.
 #[derive(Debug, Clone, serde::Serialize, utoipa::ToSchema)]
@@ -51,7 +76,8 @@ pub fn cuda_uuid(ctx: &Arc<CudaContext>) -> Option<[u8; 16]> {
     .ok()
     .flatten();
     v2.or_else(|| ctx.uuid().ok())
-        .map(|u| u.bytes.map(|b| b as u8))
+        // c_char is i8 on x86-64 and u8 on Arm Linux: its byte either way.
+        .map(|u| u.bytes.map(|b| b.to_ne_bytes()[0]))
 }
 
 /// What the card says about where its NVML figures come from: nothing on a whole GPU;
@@ -87,7 +113,7 @@ impl NvmlDevice {
     /// device has its UUID or PCI address (then no NVML figure is shown rather than
     /// another GPU's).
     pub fn matching(ctx: &Arc<CudaContext>) -> Option<Self> {
-        let nvml = Arc::new(guarded(Nvml::init).ok()?.ok()?);
+        let nvml = Arc::new(start().ok()?);
         let by_uuid = cuda_uuid(ctx)
             .into_iter()
             .flat_map(|bytes| ["GPU", "MIG"].map(|prefix| uuid_string(prefix, &bytes)));

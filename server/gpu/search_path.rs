@@ -5,67 +5,184 @@
 //! `pip install` with a Python built elsewhere lands in that Python's own
 //! site-packages, which only it can name (`site.getsitepackages()`).
 //!
+//! Windows puts all of these elsewhere: the CUDA Toolkit under `%ProgramFiles%\NVIDIA
+//! GPU Computing Toolkit\CUDA\v12.9` (named by `CUDA_PATH` and `CUDA_PATH_V12_9`),
+//! its DLLs in `bin` (`bin\x64` from CUDA 13 on); a Python environment's packages in
+//! `Lib\site-packages`; python.org's Pythons under `%LOCALAPPDATA%\Programs\Python`,
+//! pip's `--user` packages under `%APPDATA%\Python\Python3XY`, pyenv-win's under
+//! `~\.pyenv\pyenv-win\versions`, and conda's base in `~\miniconda3` or `~\anaconda3`.
+//!
 //! [`python_prefixes`] is the order, as a pure function of the environment
-//! ([`SearchEnv`]), so the rule is tested without touching this machine's Pythons.
+//! ([`SearchEnv`], which names the OS), so each OS's rule is tested on any machine
+//! without touching its Pythons.
 
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
+use super::platform::Os;
+
 /// What the search depends on, read from the process by [`SearchEnv::current`].
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct SearchEnv {
+    /// Whose folder conventions apply.
+    pub os: Os,
     /// `CUDA_HOME` and `CUDA_PATH`, when set.
     pub cuda_roots: Vec<PathBuf>,
+    /// Windows: the toolkit installer's `CUDA_PATH_V<major>_<minor>` variables, as
+    /// (name, folder).
+    pub cuda_versioned_roots: Vec<(String, PathBuf)>,
     /// `VIRTUAL_ENV` (an activated virtualenv).
     pub virtual_env: Option<PathBuf>,
     /// `CONDA_PREFIX` (an activated conda environment).
     pub conda_prefix: Option<PathBuf>,
     /// The working directory: it and each parent may hold a `.venv`.
     pub cwd: Option<PathBuf>,
-    /// `HOME`.
+    /// `HOME` (on Windows `USERPROFILE` when `HOME` is unset).
     pub home: Option<PathBuf>,
-    /// `PYENV_ROOT`, else `~/.pyenv`.
+    /// `PYENV_ROOT`, else `~/.pyenv` (pyenv-win keeps its Pythons one level down).
     pub pyenv_root: Option<PathBuf>,
-    /// The site-packages folders `python3` itself reports.
+    /// Windows: `ProgramFiles` (the CUDA Toolkit's installs).
+    pub program_files: Option<PathBuf>,
+    /// Windows: `APPDATA` (pip's `--user` packages).
+    pub app_data: Option<PathBuf>,
+    /// Windows: `LOCALAPPDATA` (python.org's installs).
+    pub local_app_data: Option<PathBuf>,
+    /// The site-packages folders the machine's Python itself reports.
     pub python_site_packages: Vec<PathBuf>,
 }
 
+impl Default for SearchEnv {
+    fn default() -> Self {
+        Self::empty(Os::CURRENT)
+    }
+}
+
 impl SearchEnv {
-    /// This process's environment (asks `python3` once per process).
+    /// Nothing set, on `os` (what tests start from).
+    pub fn empty(os: Os) -> Self {
+        Self {
+            os,
+            cuda_roots: Vec::new(),
+            cuda_versioned_roots: Vec::new(),
+            virtual_env: None,
+            conda_prefix: None,
+            cwd: None,
+            home: None,
+            pyenv_root: None,
+            program_files: None,
+            app_data: None,
+            local_app_data: None,
+            python_site_packages: Vec::new(),
+        }
+    }
+
+    /// This process's environment (asks Python once per process).
     pub fn current() -> Self {
         let var = |name: &str| {
             std::env::var_os(name)
                 .filter(|v| !v.is_empty())
                 .map(PathBuf::from)
         };
-        let home = var("HOME");
+        let os = Os::CURRENT;
+        let home =
+            var("HOME").or_else(|| (os == Os::Windows).then(|| var("USERPROFILE")).flatten());
+        let cuda_versioned_roots = std::env::vars_os()
+            .filter_map(|(name, value)| Some((name.into_string().ok()?, PathBuf::from(value))))
+            .filter(|(name, _)| name.to_ascii_uppercase().starts_with("CUDA_PATH_V"))
+            .collect();
         Self {
+            os,
             cuda_roots: ["CUDA_HOME", "CUDA_PATH"]
                 .iter()
                 .filter_map(|v| var(v))
                 .collect(),
+            cuda_versioned_roots,
             virtual_env: var("VIRTUAL_ENV"),
             conda_prefix: var("CONDA_PREFIX"),
             cwd: std::env::current_dir().ok(),
             pyenv_root: var("PYENV_ROOT").or_else(|| home.as_ref().map(|h| h.join(".pyenv"))),
             home,
-            python_site_packages: python3_site_packages().to_vec(),
+            program_files: var("ProgramFiles"),
+            app_data: var("APPDATA"),
+            local_app_data: var("LOCALAPPDATA"),
+            python_site_packages: python_site_packages(os).to_vec(),
         }
     }
 }
 
+/// The numbers in a folder name, compared group by group for "newest first":
+/// `v12.10` > `v12.9`, `3.12.4` > `3.11.9`, `Python312` > `Python39`.
+fn version_key(path: &Path) -> Vec<u64> {
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    name.split(|c: char| !c.is_ascii_digit())
+        .filter(|g| !g.is_empty())
+        .filter_map(|g| g.parse().ok())
+        .collect()
+}
+
+/// The folders in `dir` whose names start with `prefix`, newest version first.
+fn versions_in(dir: &Path, prefix: &str) -> Vec<PathBuf> {
+    let mut found: Vec<PathBuf> = std::fs::read_dir(dir)
+        .map(|entries| {
+            entries
+                .flatten()
+                .filter(|e| e.file_name().to_string_lossy().starts_with(prefix))
+                .map(|e| e.path())
+                .collect()
+        })
+        .unwrap_or_default();
+    found.sort_by_key(|p| std::cmp::Reverse(version_key(p)));
+    found
+}
+
 /// Folders the CUDA toolkit puts its libraries in for `major`, in search order.
 pub fn toolkit_dirs(env: &SearchEnv, major: u32) -> Vec<PathBuf> {
-    let mut dirs: Vec<PathBuf> = env.cuda_roots.iter().map(|r| r.join("lib64")).collect();
-    dirs.push(PathBuf::from(format!("/usr/local/cuda-{major}/lib64")));
-    dirs.push(PathBuf::from("/usr/local/cuda/lib64"));
+    if env.os != Os::Windows {
+        let mut dirs: Vec<PathBuf> = env.cuda_roots.iter().map(|r| r.join("lib64")).collect();
+        dirs.push(PathBuf::from(format!("/usr/local/cuda-{major}/lib64")));
+        dirs.push(PathBuf::from("/usr/local/cuda/lib64"));
+        return dirs;
+    }
+    // CUDA_HOME/CUDA_PATH first (the toolkit the user chose), then this major's own
+    // CUDA_PATH_V<major>_<minor>, then every v<major>.* installed, newest first.
+    let mut roots: Vec<PathBuf> = env.cuda_roots.clone();
+    let mut versioned: Vec<&(String, PathBuf)> = env
+        .cuda_versioned_roots
+        .iter()
+        .filter(|(name, _)| {
+            name.to_ascii_uppercase()
+                .strip_prefix("CUDA_PATH_V")
+                .and_then(|rest| rest.split('_').next())
+                == Some(major.to_string().as_str())
+        })
+        .collect();
+    versioned.sort_by_key(|(name, _)| std::cmp::Reverse(version_key(Path::new(name))));
+    roots.extend(versioned.into_iter().map(|(_, dir)| dir.clone()));
+    if let Some(program_files) = &env.program_files {
+        let toolkits = program_files
+            .join("NVIDIA GPU Computing Toolkit")
+            .join("CUDA");
+        roots.extend(versions_in(&toolkits, &format!("v{major}.")));
+    }
+    let mut dirs = Vec::new();
+    for root in roots {
+        for bin in [root.join("bin").join("x64"), root.join("bin")] {
+            if !dirs.contains(&bin) {
+                dirs.push(bin);
+            }
+        }
+    }
     dirs
 }
 
-/// Python prefixes (folders with a `lib/python3.*`), in search order: the activated
-/// virtualenv and conda environment, then a `.venv` in the working directory or any
-/// parent (nearest first), `~/.local` (pip's `--user`), pyenv's Pythons, then the
-/// system's.
+/// Python prefixes (folders with a `lib/python3.*`, on Windows a `Lib`), in search
+/// order: the activated virtualenv and conda environment, then a `.venv` in the
+/// working directory or any parent (nearest first), the user's own (`~/.local`; on
+/// Windows `%APPDATA%\Python\Python3XY`), pyenv's Pythons, then the system's
+/// (on Windows python.org's and conda's installs).
 pub fn python_prefixes(env: &SearchEnv) -> Vec<PathBuf> {
     let mut prefixes: Vec<PathBuf> = Vec::new();
     prefixes.extend(env.virtual_env.clone());
@@ -73,24 +190,44 @@ pub fn python_prefixes(env: &SearchEnv) -> Vec<PathBuf> {
     if let Some(cwd) = &env.cwd {
         prefixes.extend(cwd.ancestors().map(|dir| dir.join(".venv")));
     }
+    if env.os == Os::Windows {
+        if let Some(app_data) = &env.app_data {
+            prefixes.extend(versions_in(&app_data.join("Python"), "Python3"));
+        }
+        if let Some(root) = &env.pyenv_root {
+            prefixes.extend(versions_in(&root.join("pyenv-win").join("versions"), "3"));
+        }
+        if let Some(local) = &env.local_app_data {
+            prefixes.extend(versions_in(
+                &local.join("Programs").join("Python"),
+                "Python3",
+            ));
+        }
+        if let Some(home) = &env.home {
+            prefixes.extend(["miniconda3", "anaconda3", "miniforge3"].map(|d| home.join(d)));
+        }
+        return prefixes;
+    }
     prefixes.extend(env.home.as_ref().map(|h| h.join(".local")));
     if let Some(root) = &env.pyenv_root {
-        let mut versions: Vec<PathBuf> = std::fs::read_dir(root.join("versions"))
-            .map(|entries| entries.flatten().map(|e| e.path()).collect())
-            .unwrap_or_default();
-        versions.sort();
-        versions.reverse(); // newest version first, by name
-        prefixes.extend(versions);
+        prefixes.extend(versions_in(&root.join("versions"), ""));
     }
     prefixes.extend(["/usr/local", "/usr", "/opt/conda"].map(PathBuf::from));
     prefixes
 }
 
 /// Every `site-packages` / `dist-packages` folder to look in, in search order: those
-/// under [`python_prefixes`], then those `python3` reports that are not among them.
+/// under [`python_prefixes`], then those Python reports that are not among them.
 pub fn site_packages(env: &SearchEnv) -> Vec<PathBuf> {
     let mut found: Vec<PathBuf> = Vec::new();
     for prefix in python_prefixes(env) {
+        if env.os == Os::Windows {
+            // A venv or an install: Lib\site-packages; pip's --user folder:
+            // site-packages right below Python3XY.
+            found.push(prefix.join("Lib").join("site-packages"));
+            found.push(prefix.join("site-packages"));
+            continue;
+        }
         let Ok(entries) = std::fs::read_dir(prefix.join("lib")) else {
             continue;
         };
@@ -115,20 +252,31 @@ pub fn site_packages(env: &SearchEnv) -> Vec<PathBuf> {
     found
 }
 
-/// The site-packages folders of the `python3` on `PATH` (its own, and the user's),
-/// asked once per process; empty without a `python3`.
-fn python3_site_packages() -> &'static [PathBuf] {
+/// The site-packages folders of the machine's Python (its own, and the user's), asked
+/// once per process: `python3` on Linux and macOS; on Windows the `py` launcher, then
+/// `python` (a bare `python3` there may be the Store's placeholder). Empty without one.
+fn python_site_packages(os: Os) -> &'static [PathBuf] {
     static DIRS: OnceLock<Vec<PathBuf>> = OnceLock::new();
     DIRS.get_or_init(|| {
         let script =
             "import site\nfor d in site.getsitepackages() + [site.getusersitepackages()]: print(d)";
-        std::process::Command::new("python3")
-            .args(["-c", script])
-            .stdin(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .output()
-            .ok()
-            .filter(|out| out.status.success())
+        let pythons: &[(&str, &[&str])] = if os == Os::Windows {
+            &[("py", &["-3"]), ("python", &[])]
+        } else {
+            &[("python3", &[])]
+        };
+        pythons
+            .iter()
+            .find_map(|(program, args)| {
+                std::process::Command::new(program)
+                    .args(*args)
+                    .args(["-c", script])
+                    .stdin(std::process::Stdio::null())
+                    .stderr(std::process::Stdio::null())
+                    .output()
+                    .ok()
+                    .filter(|out| out.status.success())
+            })
             .map(|out| {
                 String::from_utf8_lossy(&out.stdout)
                     .lines()
@@ -141,98 +289,5 @@ fn python3_site_packages() -> &'static [PathBuf] {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn packages_in(prefix: &Path) -> PathBuf {
-        let dir = prefix.join("lib/python3.12/site-packages");
-        std::fs::create_dir_all(&dir).unwrap();
-        dir
-    }
-
-    #[test]
-    fn an_unactivated_venv_above_the_working_directory_is_searched() {
-        let root = tempfile::tempdir().unwrap();
-        let project_venv = packages_in(&root.path().join("project/.venv"));
-        let work = root.path().join("project/src/deep");
-        std::fs::create_dir_all(&work).unwrap();
-        let env = SearchEnv {
-            cwd: Some(work.clone()),
-            ..SearchEnv::default()
-        };
-        assert!(site_packages(&env).contains(&project_venv));
-        let prefixes = python_prefixes(&env);
-        let nearest = prefixes
-            .iter()
-            .position(|p| p == &work.join(".venv"))
-            .unwrap();
-        let above = prefixes
-            .iter()
-            .position(|p| p == &root.path().join("project/.venv"))
-            .unwrap();
-        assert!(nearest < above, "the nearest .venv comes first");
-    }
-
-    #[test]
-    fn the_order_is_activated_then_project_then_user_then_pyenv_then_system() {
-        let root = tempfile::tempdir().unwrap();
-        let active = packages_in(&root.path().join("active"));
-        let conda = packages_in(&root.path().join("conda"));
-        let project = packages_in(&root.path().join("work/.venv"));
-        let user = packages_in(&root.path().join("home/.local"));
-        let pyenv_old = packages_in(&root.path().join("home/.pyenv/versions/3.11.9"));
-        let pyenv_new = packages_in(&root.path().join("home/.pyenv/versions/3.12.4"));
-        let python_own = root.path().join("opt/python/lib/python3.13/site-packages");
-        std::fs::create_dir_all(&python_own).unwrap();
-        let env = SearchEnv {
-            cuda_roots: vec![],
-            virtual_env: Some(root.path().join("active")),
-            conda_prefix: Some(root.path().join("conda")),
-            cwd: Some(root.path().join("work")),
-            home: Some(root.path().join("home")),
-            pyenv_root: Some(root.path().join("home/.pyenv")),
-            python_site_packages: vec![python_own.clone(), active.clone()],
-        };
-        let found = site_packages(&env);
-        let at = |d: &PathBuf| found.iter().position(|f| f == d).unwrap();
-        let order = [
-            &active,
-            &conda,
-            &project,
-            &user,
-            &pyenv_new,
-            &pyenv_old,
-            &python_own,
-        ];
-        for pair in order.windows(2) {
-            assert!(
-                at(pair[0]) < at(pair[1]),
-                "{:?} before {:?}: {found:?}",
-                pair[0],
-                pair[1]
-            );
-        }
-        assert_eq!(
-            found.iter().filter(|f| **f == active).count(),
-            1,
-            "python3's own list adds no duplicates"
-        );
-    }
-
-    #[test]
-    fn toolkit_folders_come_from_cuda_home_then_the_usual_places() {
-        let env = SearchEnv {
-            cuda_roots: vec![PathBuf::from("/opt/cuda-13.0")],
-            ..SearchEnv::default()
-        };
-        assert_eq!(
-            toolkit_dirs(&env, 13),
-            [
-                "/opt/cuda-13.0/lib64",
-                "/usr/local/cuda-13/lib64",
-                "/usr/local/cuda/lib64"
-            ]
-            .map(PathBuf::from)
-        );
-    }
-}
+#[path = "search_path_tests.rs"]
+mod tests;

@@ -15,7 +15,7 @@ use std::time::Duration;
 use serde::Serialize;
 
 use crate::gpu::GpuProcess;
-use crate::host::{meminfo, process_resident_bytes};
+use crate::host::{self, process_resident_bytes};
 pub use class::{Caps, PlaygroundView, Playgrounds};
 use pool::Source;
 
@@ -44,6 +44,7 @@ pub struct Snapshot {
 
 /// Takes a snapshot using `source` for the driver's view.
 pub fn snapshot(source: &Source) -> Snapshot {
+    let host = host::memory();
     let mut snap = Snapshot {
         backend: "cpu",
         nvml_used_bytes: None,
@@ -51,8 +52,8 @@ pub fn snapshot(source: &Source) -> Snapshot {
         driver_free_bytes: None,
         driver_total_bytes: None,
         processes: Vec::new(),
-        host_total_bytes: meminfo("MemTotal:"),
-        host_available_bytes: meminfo("MemAvailable:"),
+        host_total_bytes: host.total_bytes,
+        host_available_bytes: host.available_bytes,
         process_resident_bytes: process_resident_bytes(),
     };
     if let Source::Device(memory) = source {

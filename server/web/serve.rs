@@ -154,8 +154,10 @@ impl Connections {
     }
 }
 
-/// The most connections this process can hold: the open-file limit (raised to its hard
-/// limit first) less a reserve for the database, logs and libraries.
+/// The most connections this process can hold. On Linux and macOS a socket is a file
+/// descriptor: the open-file limit (raised to its hard limit first) less a reserve for
+/// the database, logs and libraries.
+#[cfg(unix)]
 pub fn connection_ceiling() -> usize {
     let files = rlimit::increase_nofile_limit(u64::MAX)
         .or_else(|_| rlimit::getrlimit(rlimit::Resource::NOFILE).map(|(soft, _)| soft))
@@ -164,6 +166,15 @@ pub fn connection_ceiling() -> usize {
         .unwrap_or(usize::MAX)
         .saturating_sub(64)
         .max(16)
+}
+
+/// The most connections this process can hold. On Windows a socket is a kernel handle,
+/// not a C runtime file descriptor: there is no per-process limit like Unix's open
+/// files to stay under (a process may hold about 16 million handles), so only
+/// `limits.max_connections` caps them.
+#[cfg(not(unix))]
+pub fn connection_ceiling() -> usize {
+    usize::MAX
 }
 
 /// Serves `state` on `listener` until `shutdown` completes, then finishes in-flight
