@@ -34,14 +34,33 @@ elif ! command -v npm >/dev/null; then
   need_apt+=(npm)
 fi
 
-if ((${#need_apt[@]})); then
+# The image tests (tests/image/): podman builds docker/Dockerfile and runs the image and
+# the PostgreSQL deployment; runc (Debian 12's crun refuses these VMs' cgroup layout,
+# tests/image/containers.conf), netavark and aardvark-dns (containers find each other by
+# name), catatonit (compose's `init: true`), and mmdebstrap for the local stand-in of
+# Debian's base image (no registry holds it here).
+# iptables for netavark's port forwarding. Without their recommends: the tests need none of
+# what podman recommends (buildah, dbus-user-session).
+need_apt_alone=()
+for package in podman runc uidmap slirp4netns fuse-overlayfs catatonit netavark aardvark-dns iptables \
+  mmdebstrap; do
+  dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q 'install ok installed' ||
+    need_apt_alone+=("$package")
+done
+
+if ((${#need_apt[@]} + ${#need_apt_alone[@]})); then
   if [[ $(id -u) -ne 0 ]]; then
-    echo "setup: please install: ${need_apt[*]} (apt-get install -y ${need_apt[*]})" >&2
+    echo "setup: please install: ${need_apt[*]} ${need_apt_alone[*]} (apt-get install -y ${need_apt[*]}; apt-get install -y --no-install-recommends ${need_apt_alone[*]})" >&2
     exit 1
   fi
-  echo "setup: installing ${need_apt[*]}"
+  echo "setup: installing ${need_apt[*]} ${need_apt_alone[*]}"
   apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need_apt[@]}"
+  if ((${#need_apt[@]})); then
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need_apt[@]}"
+  fi
+  if ((${#need_apt_alone[@]})); then
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need_apt_alone[@]}"
+  fi
 fi
 
 for component in rustfmt clippy; do
