@@ -92,6 +92,20 @@ install_wheels "${CUDA13_DIR:-target/cuda-wheels-13}" .installed-13.0.88-cublas-
   nvidia-cuda-nvrtc==13.0.88 nvidia-cuda-runtime==13.0.96 nvidia-cublas==13.0.2.14 \
   nvidia-cuda-crt==13.0.88 nvidia-cuda-cccl==13.0.85
 
+# podman-compose for the class deployment's test (tests/image/class-ci.sh): from PyPI,
+# pinned and checked by hash (Debian 12's 1.0.3 predates the compose features
+# docker/compose.postgres.yaml uses), in a virtualenv under target/.
+COMPOSE_VENV=target/compose-venv
+if ! cmp -s tests/image/compose-requirements.txt "$COMPOSE_VENV/.installed-requirements.txt"; then
+  command -v python3 >/dev/null || { echo "setup: python3 is required for podman-compose" >&2; exit 1; }
+  echo "setup: installing tests/image/compose-requirements.txt (podman-compose) into $COMPOSE_VENV"
+  rm -rf "$COMPOSE_VENV"
+  python3 -m venv "$COMPOSE_VENV"
+  "$COMPOSE_VENV/bin/pip" install -q --disable-pip-version-check --no-deps --require-hashes \
+    -r tests/image/compose-requirements.txt
+  cp tests/image/compose-requirements.txt "$COMPOSE_VENV/.installed-requirements.txt"
+fi
+
 # Python's own parser and nbformat's validator check the lessons' .py and .ipynb
 # downloads in the end-to-end tests: nbformat pinned, in a virtualenv under target/.
 NBFORMAT_VERSION=5.10.4
