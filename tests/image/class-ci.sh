@@ -140,17 +140,31 @@ mountpoint=$(pm volume inspect --format '{{.Mountpoint}}' "$VOLUME")
 touch "$mountpoint/$MARKER"
 node tests/image/student.mjs lesson "$BASE"
 node tests/image/student.mjs experiment "$BASE" timing ci-gpu0
-# The proxy spreads the requests over both web nodes: each one counted some (its
-# /metrics, asked inside its container, not counting the /metrics request itself).
+# The proxy spreads the requests over both web nodes: each one counts some (its /metrics,
+# asked inside its container, not counting the /metrics requests themselves). The proxy
+# looks `web` up again every 10 s (proxy.conf), so a node that joined the network after
+# its last lookup gets requests from the next one on: the script keeps asking /healthz
+# through the proxy for up to 45 s until both have answered some.
 mapfile -t webs < <(pm ps --filter "label=io.podman.compose.project=$PROJECT" \
   --filter "label=io.podman.compose.service=web" --format '{{.Names}}' | sort)
 ((${#webs[@]} == 2)) || { echo "class: FAIL: ${#webs[@]} web nodes running, not 2: ${webs[*]}" >&2; exit 1; }
-served=()
-for web in "${webs[@]}"; do
-  count=$(pm exec "$web" curl -fsS --max-time 10 http://127.0.0.1:8000/metrics |
-    awk '/^gpulab_http_requests_total\{/ && !/route="\/metrics"/ { s += $NF } END { print s + 0 }')
-  ((count > 0)) || { echo "class: FAIL: $web answered no request through the proxy" >&2; exit 1; }
-  served+=("$web: $count")
+served_by() {
+  pm exec "$1" curl -fsS --max-time 10 http://127.0.0.1:8000/metrics |
+    awk '/^gpulab_http_requests_total\{/ && !/route="\/metrics"/ { s += $NF } END { print s + 0 }'
+}
+deadline=$((SECONDS + 45))
+while :; do
+  served=()
+  idle=0
+  for web in "${webs[@]}"; do
+    count=$(served_by "$web")
+    ((count > 0)) || idle=$((idle + 1))
+    served+=("$web: $count")
+  done
+  ((idle == 0)) && break
+  ((SECONDS < deadline)) || { echo "class: FAIL: a web node answered no request through the proxy in 45 s (${served[*]})" >&2; exit 1; }
+  for _ in 1 2 3 4 5; do curl -fsS -o /dev/null --max-time 5 "$BASE/healthz" || true; done
+  sleep 1
 done
 echo "   ok   both web nodes answered requests through the proxy (${served[*]})"
 

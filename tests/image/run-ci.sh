@@ -15,7 +15,8 @@
 #   5. `podman start` again: the run is `done` and the quiz attempt is still there;
 #      then the container is removed and a new one started on the same volume: the
 #      attempt is still there (it lives on the volume, not in the container);
-#   6. a last SIGTERM with nothing running: exit 0.
+#   6. a last SIGTERM with nothing running: exit 0;
+#   7. the image's size, printed and held to a budget (GPULAB_IMAGE_BUDGET_MB, 1400).
 #
 # Every podman call and every wait is bounded; containers and the volume are removed on
 # the way out, on failure too. Prints how long each part took.
@@ -123,4 +124,13 @@ exit_code=$(pm inspect --format '{{.State.ExitCode}}' "$NAME")
 ((exit_code == 0)) || fail "the server exited $exit_code on SIGTERM, not 0"
 echo "   ok   exit code 0 after $(elapsed "$stop_started") s"
 
-echo "image: every check passed (build $((checks_started - started)) s, checks $(elapsed "$checks_started") s, $(elapsed "$started") s in all; image $(image_mb "$GPULAB_IMAGE") MB)"
+echo "== 7. the image's size"
+# A budget, not a measurement of anything else: about 30% above the 1093 MB this image
+# had when the budget was set (Debian 12 slim 77 MB, NVIDIA's libraries 973 MB, curl and
+# sqlite3, the stripped binary), so a layer that grows it by hundreds of MB fails here.
+size=$(image_mb "$GPULAB_IMAGE")
+((size <= ${GPULAB_IMAGE_BUDGET_MB:-1400})) ||
+  fail "$GPULAB_IMAGE is $size MB, over its budget of ${GPULAB_IMAGE_BUDGET_MB:-1400} MB"
+echo "   ok   $size MB uncompressed, within the ${GPULAB_IMAGE_BUDGET_MB:-1400} MB budget"
+
+echo "image: every check passed (build $((checks_started - started)) s, checks $(elapsed "$checks_started") s, $(elapsed "$started") s in all; image $size MB)"

@@ -119,7 +119,7 @@ async function finished() {
   const c = await student(state);
   const job = await waitForJob(c, state.job, 60);
   if (job.status !== 'done') fail(`job ${state.job} ended ${job.status}: ${job.error ?? ''}`);
-  ok(`the training run that was running at SIGTERM (job ${state.job}) finished: done`);
+  ok(`the training run that was running when the stop began (job ${state.job}) finished: done`);
 }
 
 async function quiz() {
