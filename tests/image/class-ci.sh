@@ -33,6 +33,7 @@ ensure_debian_image
 pm image exists "$GPULAB_IMAGE" || bash tests/image/build.sh
 
 echo "== stand-ins for the PostgreSQL and nginx images, from Debian's packages"
+mkdir -p target/image
 export POSTGRES_IMAGE=localhost/gpulab-standin-postgres:15
 export PROXY_IMAGE=localhost/gpulab-standin-nginx:1.22
 for standin in postgres:"$POSTGRES_IMAGE" proxy:"$PROXY_IMAGE"; do
