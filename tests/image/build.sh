@@ -17,6 +17,7 @@
 #
 #   bash tests/image/build.sh        # prints the image's size; the build log is in
 #                                    # target/image/build.log
+#   GPULAB_IMAGE_BIN=target/debug/gpulab bash tests/image/build.sh   # that binary instead
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 # shellcheck source=tests/image/lib.sh
@@ -25,17 +26,23 @@ source tests/image/lib.sh
 started=$SECONDS
 ensure_debian_image
 
-echo "== release build of gpulab (cargo build --release --locked --bin gpulab)"
-cargo_started=$SECONDS
-cargo build --release --locked --bin gpulab
-echo "   release build: $(elapsed "$cargo_started") s"
+# GPULAB_IMAGE_BIN: a binary built already (another profile, another checkout) to put in
+# the image instead; by default the release binary, built here if it is not fresh.
+binary=${GPULAB_IMAGE_BIN:-target/release/gpulab}
+if [[ -z ${GPULAB_IMAGE_BIN:-} ]]; then
+  echo "== release build of gpulab (cargo build --release --locked --bin gpulab)"
+  cargo_started=$SECONDS
+  cargo build --release --locked --bin gpulab
+  echo "   release build: $(elapsed "$cargo_started") s"
+fi
+[[ -x $binary ]] || { echo "build: no executable $binary" >&2; exit 1; }
 
 # The build context named gpulab-bin: a folder with nothing but the binary, stripped as
 # tests/gpu/pack.sh strips it (the image needs no debug symbols).
 mkdir -p target/image
 rm -rf target/image/bin
 mkdir target/image/bin
-cp target/release/gpulab target/image/bin/gpulab
+cp "$binary" target/image/bin/gpulab
 if command -v strip >/dev/null; then
   strip --strip-all target/image/bin/gpulab
 fi
