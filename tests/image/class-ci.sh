@@ -74,6 +74,21 @@ compose() {
     > >(grep -v 'unable to get systemd connection' >>"$WORK/compose.log") 2>&1
 }
 
+# `down`, and the anonymous volumes podman made for the image's VOLUME /data in the web
+# nodes and workers (they mount nothing there, and podman-compose's `down` leaves those).
+take_down() {
+  local anonymous=() container
+  for container in $(pm ps -a --filter "label=io.podman.compose.project=$PROJECT" --format '{{.ID}}'); do
+    mapfile -t -O "${#anonymous[@]}" anonymous < <(pm inspect --format \
+      '{{range .Mounts}}{{if eq .Type "volume"}}{{.Name}}{{"\n"}}{{end}}{{end}}' "$container" |
+      grep -E '^[0-9a-f]{64}$' || true)
+  done
+  compose down "$@"
+  if ((${#anonymous[@]})); then
+    pm volume rm -f "${anonymous[@]}" >/dev/null
+  fi
+}
+
 # The volume is the class's gradebook: only one this script made may be removed.
 volume_is_ours() {
   local mountpoint
@@ -90,7 +105,7 @@ cleanup() {
       pm logs --tail 15 "$c" >&2 2>&1 || true
     done
   fi
-  compose down -t 30 >/dev/null 2>&1 || true
+  take_down -t 30 >/dev/null 2>&1 || true
   if volume_is_ours; then
     pm volume rm -f "$VOLUME" >/dev/null 2>&1 || true
   fi
@@ -102,7 +117,7 @@ if pm volume exists "$VOLUME" && ! volume_is_ours; then
   exit 1
 fi
 trap cleanup EXIT
-compose down -t 30 >/dev/null 2>&1 || true
+take_down -t 30 >/dev/null 2>&1 || true
 if volume_is_ours; then
   pm volume rm -f "$VOLUME" >/dev/null
 fi
@@ -175,7 +190,7 @@ node tests/image/student.mjs grades "$BASE" "$TOKEN" "$STATE/grades-before.csv"
 
 echo "== 3. down (the volume stays) and up again"
 down_started=$SECONDS
-compose down -t 60
+take_down -t 60
 pm volume exists "$VOLUME" || { echo "class: FAIL: down removed the volume $VOLUME" >&2; exit 1; }
 [[ -z $(pm ps -a --filter "label=io.podman.compose.project=$PROJECT" --format '{{.Names}}') ]] ||
   { echo "class: FAIL: containers left after down" >&2; exit 1; }
