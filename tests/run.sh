@@ -4,7 +4,9 @@
 # (tests/js), the end-to-end tests in headless Chromium (tests/e2e, screenshots in
 # target/e2e-artifacts/screenshots/), the API fuzz, crash and load tests (tests/fuzz,
 # tests/crash, tests/load), the Dockerfile lint, the Windows, Linux-on-Arm and macOS
-# builds (tests/platforms), and the GPU chain (tests/gpu) checked end to end on the CPU.
+# builds (tests/platforms), the image built from docker/Dockerfile and the PostgreSQL
+# deployment run with podman (tests/image), and the GPU chain (tests/gpu) checked end to
+# end on the CPU.
 # This is the test command named in README.md; CI runs it through .ci/run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -86,6 +88,17 @@ echo "== hadolint docker/Dockerfile"
 bash tests/lint-docker.sh
 echo "== Kubernetes manifests (tests/lint-k8s.sh, offline schemas)"
 bash tests/lint-k8s.sh
+# The image for real: podman builds docker/Dockerfile, fed the release binary built here
+# (the run's one release build), then runs it: doctor, non-root, a lesson, an experiment,
+# a quiz attempt kept on the volume across stop/start, SIGTERM drains and exits 0, the
+# HEALTHCHECK; it prints the image's size.
+echo "== the class box: docker/Dockerfile built with podman and run (tests/image/run-ci.sh)"
+bash tests/image/run-ci.sh
+# The class deployment for real: compose.postgres.yaml with podman-compose on that image,
+# stand-ins for PostgreSQL and nginx from Debian's packages: a student's experiment through
+# the proxy, a web node, PostgreSQL and the worker; the gradebook kept across down/up.
+echo "== the class deployment: docker/compose.postgres.yaml with podman-compose (tests/image/class-ci.sh)"
+bash tests/image/class-ci.sh
 echo "== GPU tests (they run only where a GPU is present; GPULAB_REQUIRE_GPU=1 makes a missing GPU fail)"
 cargo test --locked --test main gpu:: -- --nocapture
 echo "== gpulab doctor"

@@ -41,14 +41,33 @@ command -v aarch64-linux-gnu-gcc >/dev/null || need_apt+=(gcc-aarch64-linux-gnu)
 command -v qemu-aarch64-static >/dev/null || need_apt+=(qemu-user-static)
 command -v wine >/dev/null || need_apt+=(wine64)
 
-if ((${#need_apt[@]})); then
+# The image tests (tests/image/): podman builds docker/Dockerfile and runs the image and
+# the PostgreSQL deployment; runc (Debian 12's crun refuses these VMs' cgroup layout,
+# tests/image/containers.conf), netavark and aardvark-dns (containers find each other by
+# name), catatonit (compose's `init: true`), and mmdebstrap for the local stand-in of
+# Debian's base image (no registry holds it here).
+# iptables for netavark's port forwarding. Without their recommends: the tests need none of
+# what podman recommends (buildah, dbus-user-session).
+need_apt_alone=()
+for package in podman runc uidmap slirp4netns fuse-overlayfs catatonit netavark aardvark-dns iptables \
+  mmdebstrap; do
+  dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q 'install ok installed' ||
+    need_apt_alone+=("$package")
+done
+
+if ((${#need_apt[@]} + ${#need_apt_alone[@]})); then
   if [[ $(id -u) -ne 0 ]]; then
-    echo "setup: please install: ${need_apt[*]} (apt-get install -y ${need_apt[*]})" >&2
+    echo "setup: please install: ${need_apt[*]} ${need_apt_alone[*]} (apt-get install -y ${need_apt[*]}; apt-get install -y --no-install-recommends ${need_apt_alone[*]})" >&2
     exit 1
   fi
-  echo "setup: installing ${need_apt[*]}"
+  echo "setup: installing ${need_apt[*]} ${need_apt_alone[*]}"
   apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need_apt[@]}"
+  if ((${#need_apt[@]})); then
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need_apt[@]}"
+  fi
+  if ((${#need_apt_alone[@]})); then
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need_apt_alone[@]}"
+  fi
 fi
 
 # The standard library for each other platform's target (rustup skips what it has).
@@ -97,6 +116,20 @@ install_wheels "${CUDA12_DIR:-target/cuda-wheels}" .installed-12.9.86-cublas-12.
 install_wheels "${CUDA13_DIR:-target/cuda-wheels-13}" .installed-13.0.88-cublas-13.0.2.14-crt-cccl \
   nvidia-cuda-nvrtc==13.0.88 nvidia-cuda-runtime==13.0.96 nvidia-cublas==13.0.2.14 \
   nvidia-cuda-crt==13.0.88 nvidia-cuda-cccl==13.0.85
+
+# podman-compose for the class deployment's test (tests/image/class-ci.sh): from PyPI,
+# pinned and checked by hash (Debian 12's 1.0.3 predates the compose features
+# docker/compose.postgres.yaml uses), in a virtualenv under target/.
+COMPOSE_VENV=target/compose-venv
+if ! cmp -s tests/image/compose-requirements.txt "$COMPOSE_VENV/.installed-requirements.txt"; then
+  command -v python3 >/dev/null || { echo "setup: python3 is required for podman-compose" >&2; exit 1; }
+  echo "setup: installing tests/image/compose-requirements.txt (podman-compose) into $COMPOSE_VENV"
+  rm -rf "$COMPOSE_VENV"
+  python3 -m venv "$COMPOSE_VENV"
+  "$COMPOSE_VENV/bin/pip" install -q --disable-pip-version-check --no-deps --require-hashes \
+    -r tests/image/compose-requirements.txt
+  cp tests/image/compose-requirements.txt "$COMPOSE_VENV/.installed-requirements.txt"
+fi
 
 # Python's own parser and nbformat's validator check the lessons' .py and .ipynb
 # downloads in the end-to-end tests, and pre-commit validates the script doctor's hook

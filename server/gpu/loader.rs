@@ -39,6 +39,9 @@ pub use super::platform::Library;
 /// CUDA major versions whose NVRTC and cuBLAS GPU Lab can use, newest first.
 pub const SUPPORTED_MAJORS: [u32; 2] = [13, 12];
 
+/// The oldest of them: a driver older than this major (CUDA 12: R525) runs neither set.
+const OLDEST_MAJOR: u32 = 12;
+
 /// The oldest architecture (`sm` number) CUDA 13's NVRTC compiles for: 13.0 dropped
 /// Maxwell, Pascal and Volta (sm_50 … sm_72); `nvrtcGetSupportedArchs` in the
 /// nvidia-cuda-nvrtc 13.0.88 wheel starts at 75 (tests/cuda_libraries.rs checks it).
@@ -171,6 +174,11 @@ pub fn majors_for(
             ));
         }
         return Ok(vec![forced]);
+    }
+    if let Some(d) = driver_major.filter(|d| *d < OLDEST_MAJOR) {
+        return Err(format!(
+            "this driver supports CUDA {d}, older than CUDA {OLDEST_MAJOR}, the oldest GPU Lab's libraries run on: update the NVIDIA driver to R525 or newer"
+        ));
     }
     Ok(SUPPORTED_MAJORS
         .into_iter()

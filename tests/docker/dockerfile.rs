@@ -12,9 +12,11 @@ pub struct Instruction {
     pub args: String,
 }
 
-/// The Dockerfile's stages, each a list of instructions starting with its FROM.
+/// The Dockerfile's stages, each a list of instructions starting with its FROM, and the
+/// `ARG`s before the first FROM (which FROM lines may use).
 pub struct Dockerfile {
     pub stages: Vec<Vec<Instruction>>,
+    pub global_args: Vec<Instruction>,
 }
 
 impl Dockerfile {
@@ -46,16 +48,35 @@ impl Dockerfile {
             pending.clear();
         }
         let mut stages: Vec<Vec<Instruction>> = Vec::new();
+        let mut global_args = Vec::new();
         for instruction in instructions {
             if instruction.keyword == "FROM" {
                 stages.push(Vec::new());
             }
-            stages
-                .last_mut()
-                .expect("the Dockerfile starts with FROM")
-                .push(instruction);
+            match stages.last_mut() {
+                Some(stage) => stage.push(instruction),
+                None => {
+                    assert_eq!(
+                        instruction.keyword, "ARG",
+                        "docker/Dockerfile: only ARG may come before the first FROM"
+                    );
+                    global_args.push(instruction);
+                }
+            }
         }
-        Self { stages }
+        Self {
+            stages,
+            global_args,
+        }
+    }
+
+    /// The stage named `AS name`.
+    pub fn stage(&self, name: &str) -> &[Instruction] {
+        let suffix = format!(" as {name}");
+        self.stages
+            .iter()
+            .find(|s| s[0].args.to_ascii_lowercase().ends_with(&suffix))
+            .unwrap_or_else(|| panic!("docker/Dockerfile has no stage `AS {name}`"))
     }
 
     /// The image the container runs: the last stage.
@@ -65,10 +86,7 @@ impl Dockerfile {
 
     /// The stage named `AS builder`.
     pub fn builder(&self) -> &[Instruction] {
-        self.stages
-            .iter()
-            .find(|s| s[0].args.to_ascii_lowercase().ends_with(" as builder"))
-            .expect("docker/Dockerfile has a stage `AS builder`")
+        self.stage("builder")
     }
 
     pub fn all(stage: &[Instruction], keyword: &str) -> Vec<String> {
@@ -110,8 +128,13 @@ impl Dockerfile {
 
     /// `apt-get install` arguments in the runtime stage, flags left out.
     pub fn apt_packages(&self) -> Vec<String> {
+        Self::apt_packages_of(self.runtime())
+    }
+
+    /// `apt-get install` arguments in `stage`, flags left out.
+    pub fn apt_packages_of(stage: &[Instruction]) -> Vec<String> {
         let mut packages = Vec::new();
-        for run in Self::all(self.runtime(), "RUN") {
+        for run in Self::all(stage, "RUN") {
             for command in run.split("&&") {
                 let words: Vec<&str> = command.split_whitespace().collect();
                 if let Some(at) = words.windows(2).position(|w| w == ["apt-get", "install"]) {
@@ -162,8 +185,9 @@ pub fn health_url(command: &str) -> (u16, String) {
 #[test]
 fn the_dockerfile_reader_reads_what_it_claims_to() {
     let dockerfile = Dockerfile::parse(
-        "FROM a:1 AS builder\nRUN x \\\n  # note\n  && y\nFROM b:2\nENV A=1 \\\n    B=two\nUSER 7\n",
+        "ARG WHICH=builder\nFROM a:1 AS builder\nRUN x \\\n  # note\n  && y\nFROM b:2\nENV A=1 \\\n    B=two\nUSER 7\n",
     );
+    assert_eq!(dockerfile.global_args[0].args, "WHICH=builder");
     assert_eq!(dockerfile.stages.len(), 2);
     assert_eq!(dockerfile.stages[0][1].args, "x && y");
     assert_eq!(dockerfile.env()["B"], "two");

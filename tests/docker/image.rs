@@ -77,24 +77,40 @@ fn container_runs_unprivileged_with_gpu_access() {
 }
 
 #[test]
-fn the_image_starts_on_drivers_its_base_image_would_refuse_and_says_why() {
-    // nvidia/cuda:12.8's NVIDIA_REQUIRE_CUDA refuses GeForce drivers below 570 and the
-    // R555 branch; the binary picks its own libraries, so the check is turned off and
-    // the real floor (R525, CUDA 12.0) is written down beside it.
+fn the_image_sets_no_driver_requirement_and_says_which_drivers_it_runs_on() {
+    // nvidia/cuda images set NVIDIA_REQUIRE_CUDA, and the NVIDIA Container Toolkit then
+    // refuses drivers outside the branches it lists; this image is not built on them and
+    // must not bring such a check back: the binary picks its libraries for the driver it
+    // finds. What it runs on is written beside it, in the Dockerfile and the guide.
     let dockerfile = Dockerfile::load();
-    assert_eq!(
-        dockerfile
-            .env()
-            .get("NVIDIA_DISABLE_REQUIRE")
-            .map(String::as_str),
-        Some("1"),
-        "the runtime stage should set NVIDIA_DISABLE_REQUIRE=1"
+    let env = dockerfile.env();
+    assert!(
+        !env.contains_key("NVIDIA_REQUIRE_CUDA"),
+        "docker/Dockerfile sets NVIDIA_REQUIRE_CUDA: the toolkit would refuse drivers GPU Lab runs on"
     );
+    for stage in &dockerfile.stages {
+        assert!(
+            !stage[0].args.contains("nvidia/cuda"),
+            "docker/Dockerfile: FROM {}: the runtime is Debian with NVIDIA's wheels, not nvidia/cuda",
+            stage[0].args
+        );
+    }
     let text = read("docker/Dockerfile");
-    for needed in ["NVIDIA_REQUIRE_CUDA", "R555", "GeForce", "R525"] {
+    let guide = read("docker/README.md");
+    for needed in [
+        "R525",
+        "R570",
+        "R580",
+        "Blackwell",
+        "minor-version compatibility",
+    ] {
         assert!(
             text.contains(needed),
-            "docker/Dockerfile should explain {needed}"
+            "docker/Dockerfile should say which drivers it runs on: {needed}"
+        );
+        assert!(
+            guide.contains(needed),
+            "docker/README.md should say which drivers the image runs on: {needed}"
         );
     }
 }
@@ -158,61 +174,167 @@ fn compose_builds_this_dockerfile_and_reads_the_env_file() {
 }
 
 #[test]
-fn base_images_are_pinned_and_cuda_headers_match_them() {
+fn base_images_are_pinned_and_the_cuda_wheels_checked_by_hash() {
     let dockerfile = Dockerfile::load();
-    let mut cuda_version = None;
+    let stage_names: Vec<String> = dockerfile
+        .stages
+        .iter()
+        .filter_map(|s| {
+            let args = s[0].args.to_ascii_lowercase();
+            args.split_once(" as ").map(|(_, name)| name.to_string())
+        })
+        .collect();
     for stage in &dockerfile.stages {
         let image = stage[0].args.split_whitespace().next().unwrap();
-        let (name, tag) = image
+        // `scratch` is no image, and `${GPULAB_BINARY}` names one of the stages above.
+        if image == "scratch" || image.starts_with("${") {
+            continue;
+        }
+        assert!(
+            !stage_names.contains(&image.to_ascii_lowercase()),
+            "FROM {image}: a stage"
+        );
+        let (_, tag) = image
             .split_once(':')
             .unwrap_or_else(|| panic!("FROM {image} has no tag"));
         assert!(
             tag != "latest" && tag.chars().next().is_some_and(|c| c.is_ascii_digit()),
             "FROM {image}: pin a versioned tag"
         );
-        if name.ends_with("nvidia/cuda") {
-            assert!(
-                tag.contains("-runtime-"),
-                "use a CUDA -runtime image, not {tag}"
-            );
-            let mut parts = tag.split(['.', '-']);
-            cuda_version = Some((
-                parts.next().unwrap().to_string(),
-                parts.next().unwrap().to_string(),
-            ));
-        }
     }
-    let (major, minor) = cuda_version.expect("the runtime stage is FROM nvidia/cuda");
-    assert!(
-        dockerfile.runtime()[0].args.contains("nvidia/cuda"),
-        "the last stage runs the server on the CUDA image"
-    );
-    let packages = dockerfile.apt_packages();
-    for package in packages
-        .iter()
-        .filter(|p| p.starts_with("cuda-") || p.starts_with("libcublas"))
-    {
-        let (name, version) = package
-            .split_once('=')
-            .unwrap_or_else(|| panic!("{package}: pin CUDA packages to a version"));
+    // The runtime and the stage that fetches the wheels are Debian 12, the builder's
+    // release (bookworm): the binary needs no newer glibc than the runtime has.
+    let cuda = dockerfile.stage("cuda");
+    for stage in [cuda, dockerfile.runtime()] {
         assert!(
-            name.ends_with(&format!("-{major}-{minor}"))
-                && version.starts_with(&format!("{major}.{minor}.")),
-            "{package} does not match the base image's CUDA {major}.{minor}"
+            stage[0].args.starts_with("debian:12"),
+            "FROM {}: Debian 12, as the builder (rust:…-bookworm)",
+            stage[0].args
         );
     }
     assert!(
-        packages
-            .iter()
-            .any(|p| p.starts_with(&format!("cuda-cudart-dev-{major}-{minor}="))),
-        "NVRTC needs cuda_fp16.h/cuda_bf16.h: install cuda-cudart-dev-{major}-{minor}"
+        dockerfile.builder()[0].args.contains("-bookworm"),
+        "the builder is Debian 12 (bookworm), as the runtime"
     );
+
+    // pip installs the wheels listed in docker/cuda-wheels.txt, by hash only.
+    let runs = Dockerfile::all(cuda, "RUN").join("\n");
+    for flag in [
+        "--require-hashes",
+        "--no-deps",
+        "--only-binary=:all:",
+        "-r /tmp/cuda-wheels.txt",
+    ] {
+        assert!(
+            runs.contains(flag),
+            "the cuda stage's pip install lacks {flag}"
+        );
+    }
+    assert!(
+        Dockerfile::all(cuda, "COPY")
+            .iter()
+            .any(|c| c == "docker/cuda-wheels.txt /tmp/cuda-wheels.txt"),
+        "the cuda stage copies docker/cuda-wheels.txt"
+    );
+    let wheels = read("docker/cuda-wheels.txt").replace("\\\n", " ");
+    let mut pinned = Vec::new();
+    for line in wheels.lines().map(str::trim) {
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        let mut words = line.split_whitespace();
+        let requirement = words.next().unwrap();
+        let (name, version) = requirement.split_once("==").unwrap_or_else(|| {
+            panic!("docker/cuda-wheels.txt: {requirement} is not pinned with ==")
+        });
+        let hashes: Vec<&str> = words
+            .map(|w| {
+                w.strip_prefix("--hash=sha256:")
+                    .unwrap_or_else(|| panic!("docker/cuda-wheels.txt: {w} after {requirement}"))
+            })
+            .collect();
+        // One for the Linux x86-64 wheel, one for aarch64.
+        assert!(
+            hashes.len() >= 2
+                && hashes
+                    .iter()
+                    .all(|h| h.len() == 64 && h.chars().all(|c| c.is_ascii_hexdigit())),
+            "docker/cuda-wheels.txt: {requirement} needs the SHA-256 of its x86-64 and aarch64 wheels"
+        );
+        pinned.push((name.to_string(), version.to_string()));
+    }
+    // The same versions the test suite proves (tests/setup.sh installs them).
+    let setup = read("tests/setup.sh");
+    for name in [
+        "nvidia-cuda-nvrtc-cu12",
+        "nvidia-cuda-runtime-cu12",
+        "nvidia-cublas-cu12",
+    ] {
+        let (_, version) = pinned
+            .iter()
+            .find(|(n, _)| n == name)
+            .unwrap_or_else(|| panic!("docker/cuda-wheels.txt lacks {name}"));
+        assert!(
+            setup.contains(&format!("{name}=={version}")),
+            "docker/cuda-wheels.txt pins {name}=={version}, but tests/setup.sh tests another version"
+        );
+    }
+    // NVRTC finds the runtime wheel's headers (cuda_fp16.h, cuda_bf16.h) where the
+    // cuda stage puts them.
     let include = dockerfile
         .env()
         .get("GPULAB_CUDA_INCLUDE")
         .cloned()
         .expect("docker/Dockerfile sets GPULAB_CUDA_INCLUDE");
-    assert!(include.split(':').any(|p| p == "/usr/local/cuda/include"));
+    assert!(
+        runs.contains(&format!("nvidia/cuda_runtime/include {include}")),
+        "GPULAB_CUDA_INCLUDE={include}, but the cuda stage puts the headers elsewhere"
+    );
+}
+
+#[test]
+fn ci_feeds_the_runtime_stage_its_own_binary_through_the_same_dockerfile() {
+    // By default the builder compiles the binary; CI hands in the release binary it built
+    // (tests/image/build.sh), through the `prebuilt` stage. Both must name the same
+    // build argument, stage and build context.
+    let dockerfile = Dockerfile::load();
+    assert!(
+        dockerfile
+            .global_args
+            .iter()
+            .any(|a| a.args == "GPULAB_BINARY=builder"),
+        "docker/Dockerfile: ARG GPULAB_BINARY=builder before the first FROM (users build from source)"
+    );
+    let binary = dockerfile.stage("binary");
+    assert_eq!(binary[0].args, "${GPULAB_BINARY} AS binary");
+    let prebuilt = dockerfile.stage("prebuilt");
+    assert_eq!(
+        Dockerfile::all(prebuilt, "COPY"),
+        ["--from=gpulab-bin gpulab /out/gpulab"]
+    );
+    assert!(
+        Dockerfile::all(dockerfile.builder(), "RUN")
+            .iter()
+            .any(|r| r.contains("/out/gpulab")),
+        "the builder leaves the binary where the prebuilt stage does: /out/gpulab"
+    );
+    assert!(
+        Dockerfile::all(dockerfile.runtime(), "COPY")
+            .iter()
+            .any(|c| c == "--from=binary /out/gpulab /usr/local/bin/gpulab"),
+        "the runtime copies the binary from the `binary` stage"
+    );
+    let build = read("tests/image/build.sh");
+    for needed in [
+        "--build-arg GPULAB_BINARY=prebuilt",
+        "--build-context gpulab-bin=",
+        "-f docker/Dockerfile",
+    ] {
+        assert!(
+            build.contains(needed),
+            "tests/image/build.sh lacks {needed}"
+        );
+    }
 }
 
 #[test]
@@ -360,6 +482,21 @@ fn build_context_holds_what_the_build_reads_and_nothing_secret() {
             !ignore.excludes(&file),
             ".dockerignore leaves out {file}, which the build reads"
         );
+    }
+    // What the other stages copy from the context (docker/cuda-wheels.txt) is let in too.
+    for stage in &dockerfile.stages {
+        for args in Dockerfile::all(stage, "COPY") {
+            if args.starts_with("--from=") {
+                continue;
+            }
+            let words: Vec<&str> = args.split_whitespace().collect();
+            for source in &words[..words.len() - 1] {
+                assert!(
+                    !ignore.excludes(source),
+                    ".dockerignore leaves out {source}, which docker/Dockerfile copies"
+                );
+            }
+        }
     }
     // Secrets, data and build output stay out.
     for secret in [

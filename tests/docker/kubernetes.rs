@@ -6,7 +6,7 @@
 use super::binary::read;
 use super::compose::{Yaml, duration_secs, yaml_documents};
 use super::dockerfile::Dockerfile;
-use super::postgres::{PostgresCompose, image_port, words};
+use super::postgres::{PostgresCompose, image_port, overridable_image, words};
 
 const WEB: &str = "docker/k8s/web.yaml";
 const WORKER: &str = "docker/k8s/worker.yaml";
@@ -247,7 +247,7 @@ fn kubernetes_postgres_matches_the_compose_postgres() {
     let postgres = container(POSTGRES, &statefulset);
     assert_eq!(
         postgres.at_in(POSTGRES, "image").str(),
-        compose.service("postgres", "image").str(),
+        overridable_image(compose.service("postgres", "image").str(), "POSTGRES_IMAGE"),
         "{POSTGRES}: the same PostgreSQL image as compose.postgres.yaml"
     );
     from_secret(POSTGRES, postgres, "POSTGRES_PASSWORD");

@@ -53,10 +53,21 @@ fn every_gpulab_variable_in_the_docker_files_is_real() {
             .into_iter()
             .map(|file| relative(&file)),
     );
+    // The Dockerfile's build arguments (ARG) are the build's, not the server's; the files
+    // may name them too (the guide does).
+    let dockerfile = Dockerfile::load();
+    let build_args: Vec<String> = dockerfile
+        .global_args
+        .iter()
+        .chain(dockerfile.stages.iter().flatten())
+        .filter(|i| i.keyword == "ARG")
+        .map(|i| i.args.split('=').next().unwrap_or("").to_string())
+        .collect();
     for file in &files {
         for name in gpulab_names(&read(file)) {
             assert!(
-                serve.names.contains(&name)
+                build_args.contains(&name)
+                    || serve.names.contains(&name)
                     || worker.names.contains(&name)
                     || direct.contains(&name),
                 "{file} names {name}, which is neither a `gpulab serve` env var ({:?}), a `gpulab worker` one ({:?}) nor read by the server",
@@ -66,7 +77,6 @@ fn every_gpulab_variable_in_the_docker_files_is_real() {
         }
     }
     // The same for what the files *set*, spelled out, so a typo cannot hide in prose.
-    let dockerfile = Dockerfile::load();
     for name in dockerfile.env().keys().filter(|n| n.starts_with("GPULAB_")) {
         assert!(
             serve.names.contains(name) || direct.contains(name),

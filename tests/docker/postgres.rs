@@ -11,6 +11,7 @@ use super::binary::{ServeEnv, read};
 use super::compose::{Compose, Yaml, duration_secs, parse_yaml_merged};
 use super::dockerfile::{Dockerfile, health_url};
 use super::files::EnvExample;
+use crate::support::repo_path;
 
 pub const FILE: &str = "docker/compose.postgres.yaml";
 const PROXY_CONF: &str = "docker/proxy.conf";
@@ -169,7 +170,14 @@ struct ProxyConf {
 
 impl ProxyConf {
     fn load() -> Self {
-        let text = read(PROXY_CONF);
+        // `${NAME}`, which the nginx image fills in from the environment at start, is read
+        // as `$env:NAME`: its braces are no block.
+        let mut text = read(PROXY_CONF);
+        while let Some(start) = text.find("${") {
+            let end = start + text[start..].find('}').expect("an unclosed ${");
+            let name = text[start + 2..end].to_string();
+            text.replace_range(start..=end, &format!("$env:{name}"));
+        }
         let without_comments: Vec<&str> = text
             .lines()
             .map(|line| line.split('#').next().unwrap_or(""))
@@ -311,10 +319,24 @@ fn postgres_compose_runs_the_image_and_settings_of_compose_yaml() {
     );
 }
 
+/// The image a service runs unless `variable` (from docker/.env or the shell) names
+/// another: `image` is `${VARIABLE:-DEFAULT}`, and docker/.env.example mentions it.
+pub fn overridable_image<'a>(image: &'a str, variable: &str) -> &'a str {
+    let default = image
+        .strip_prefix(&format!("${{{variable}:-"))
+        .and_then(|rest| rest.strip_suffix('}'))
+        .unwrap_or_else(|| panic!("{FILE}: image {image} should be ${{{variable}:-IMAGE}}"));
+    assert!(
+        read("docker/.env.example").contains(&format!("# {variable}={default}")),
+        "docker/.env.example should show `# {variable}={default}`"
+    );
+    default
+}
+
 #[test]
 fn postgres_is_pinned_healthy_and_keeps_its_data_on_a_named_volume() {
     let compose = PostgresCompose::load();
-    let image = compose.service("postgres", "image").str();
+    let image = overridable_image(compose.service("postgres", "image").str(), "POSTGRES_IMAGE");
     let tag = image.strip_prefix("postgres:").unwrap_or_else(|| {
         panic!("{FILE}: postgres runs {image}, not the official postgres image")
     });
@@ -433,13 +455,46 @@ fn web_replicas_run_the_web_role_behind_the_proxy_once_postgres_is_healthy() {
         "{FILE} maps {mapping}, but {PROXY_CONF} listens on {}",
         proxy.listen
     );
+    // proxy.conf is a template the nginx image fills in at start, with the name server
+    // that proxy-resolver.envsh (run by the image's entrypoint first) finds.
+    let mounts: Vec<&str> = compose
+        .service("proxy", "volumes")
+        .seq()
+        .iter()
+        .map(Yaml::str)
+        .collect();
     assert!(
-        compose.service("proxy", "volumes").seq().iter().any(|v| v
-            .str()
-            .starts_with("./proxy.conf:/etc/nginx/conf.d/default.conf")),
-        "{FILE}: the proxy should mount {PROXY_CONF} as /etc/nginx/conf.d/default.conf"
+        mounts.contains(&"./proxy.conf:/etc/nginx/templates/default.conf.template:ro"),
+        "{FILE}: the proxy should mount {PROXY_CONF} as /etc/nginx/templates/default.conf.template: {mounts:?}"
     );
-    let proxy_image = compose.service("proxy", "image").str();
+    let envsh = mounts
+        .iter()
+        .find_map(|m| m.strip_prefix("./proxy-resolver.envsh:/docker-entrypoint.d/"))
+        .unwrap_or_else(|| {
+            panic!("{FILE}: the proxy should mount proxy-resolver.envsh into /docker-entrypoint.d/: {mounts:?}")
+        });
+    assert!(
+        envsh.ends_with(".envsh:ro") && envsh[..2].chars().all(|c| c.is_ascii_digit()),
+        "{FILE}: /docker-entrypoint.d/{envsh}: NN-name.envsh, read-only, so the entrypoint sources it in order"
+    );
+    assert!(
+        &envsh[..2] > "15" && &envsh[..2] < "20",
+        "{FILE}: /docker-entrypoint.d/{envsh} must run after the image's 15-local-resolvers and before 20-envsubst-on-templates"
+    );
+    let script = repo_path("docker/proxy-resolver.envsh");
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(&script).unwrap().permissions().mode();
+        assert!(
+            mode & 0o111 != 0,
+            "docker/proxy-resolver.envsh must be executable: the nginx entrypoint skips it otherwise"
+        );
+    }
+    assert!(
+        read("docker/proxy-resolver.envsh").contains("export PROXY_RESOLVER"),
+        "docker/proxy-resolver.envsh should export PROXY_RESOLVER"
+    );
+    let proxy_image = overridable_image(compose.service("proxy", "image").str(), "PROXY_IMAGE");
     assert!(
         proxy_image
             .split_once(':')
@@ -452,9 +507,9 @@ fn web_replicas_run_the_web_role_behind_the_proxy_once_postgres_is_healthy() {
         "{PROXY_CONF} should pass requests to the web service on the server's port"
     );
     assert!(
-        proxy.upstream_is_variable && proxy.resolver.starts_with("127.0.0.11"),
-        "{PROXY_CONF}: proxy_pass should name a variable and `resolver` Docker's DNS (127.0.0.11): \
-         with a plain name nginx looks `web` up once, at start, and never sees a replica that restarts"
+        proxy.upstream_is_variable && proxy.resolver.starts_with("$env:PROXY_RESOLVER "),
+        "{PROXY_CONF}: proxy_pass should name a variable and `resolver` the network's name server \
+         (${{PROXY_RESOLVER}}): with a plain name nginx looks `web` up once, at start, and never sees a replica that restarts"
     );
 }
 
