@@ -144,6 +144,26 @@ pub fn variables_read_by_the_server() -> BTreeSet<String> {
     names
 }
 
+/// Environment variables the image's own test scripts read (`${GPULAB_…`), e.g.
+/// GPULAB_IMAGE_BIN in tests/image/build.sh: the guide may name them for whoever builds
+/// the image by hand, but only as the scripts really read them.
+pub fn variables_read_by_the_image_scripts() -> BTreeSet<String> {
+    let mut names = BTreeSet::new();
+    for file in files_under(&repo_path("tests/image")) {
+        if file.extension().is_some_and(|e| e == "sh") {
+            let text = std::fs::read_to_string(file).unwrap();
+            for (at, _) in text.match_indices("${GPULAB_") {
+                let name: String = text[at + 2..]
+                    .chars()
+                    .take_while(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || *c == '_')
+                    .collect();
+                names.insert(name);
+            }
+        }
+    }
+    names
+}
+
 /// Every `GPULAB_…` name in `text`; prefixes written as a family (`GPULAB_*`,
 /// `GPULAB_MAX_*`) are left out.
 pub fn gpulab_names(text: &str) -> BTreeSet<String> {

@@ -22,7 +22,10 @@ use std::path::PathBuf;
 
 use reqwest::StatusCode;
 
-use binary::{ServeEnv, files_under, gpulab_names, read, relative, variables_read_by_the_server};
+use binary::{
+    ServeEnv, files_under, gpulab_names, read, relative, variables_read_by_the_image_scripts,
+    variables_read_by_the_server,
+};
 use compose::{Compose, Yaml};
 use dockerfile::{Dockerfile, exec_form, health_url};
 use files::EnvExample;
@@ -37,6 +40,11 @@ fn every_gpulab_variable_in_the_docker_files_is_real() {
     assert!(
         direct.contains("GPULAB_CUDA_INCLUDE"),
         "expected the server to read GPULAB_CUDA_INCLUDE (server/gpu/kernels.rs)"
+    );
+    let image_scripts = variables_read_by_the_image_scripts();
+    assert!(
+        image_scripts.contains("GPULAB_IMAGE_BIN"),
+        "expected tests/image/build.sh to read GPULAB_IMAGE_BIN, found {image_scripts:?}"
     );
     let mut files: Vec<String> = [
         "docker/Dockerfile",
@@ -69,8 +77,9 @@ fn every_gpulab_variable_in_the_docker_files_is_real() {
                 build_args.contains(&name)
                     || serve.names.contains(&name)
                     || worker.names.contains(&name)
-                    || direct.contains(&name),
-                "{file} names {name}, which is neither a `gpulab serve` env var ({:?}), a `gpulab worker` one ({:?}) nor read by the server",
+                    || direct.contains(&name)
+                    || image_scripts.contains(&name),
+                "{file} names {name}, which is neither a `gpulab serve` env var ({:?}), a `gpulab worker` one ({:?}), read by the server nor by tests/image's scripts",
                 serve.names,
                 worker.names
             );
