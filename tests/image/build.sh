@@ -64,6 +64,10 @@ if ((status)); then
   echo "podman build failed (exit $status); the whole log: target/image/build.log" >&2
   exit "$status"
 fi
+# The image this tag named before is now untagged: remove such leftovers, so that a box
+# that runs the tests every day does not fill its disk with a gigabyte per run (CI's
+# disk is this machine's; the cached layers of the current image stay).
+pm image prune -f >/dev/null 2>&1 || true
 cached=$(grep -c '^--> Using cache' target/image/build.log || true)
 echo "   image built in $(elapsed "$build_started") s ($cached steps from podman's cache)"
 # The build-time doctor's verdict, as the build printed it (nothing when podman took
