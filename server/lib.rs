@@ -14,7 +14,8 @@
 //!   routes ([`web::instructor_access`]); a class round's state machine
 //!   ([`web::class_round`]); measurements for hardware-graded questions
 //!   ([`web::measurements`]).
-//! - [`ratelimit`]: the per-student experiment rate (a keyed `governor` limiter).
+//! - [`ratelimit`]: the per-student rates (a keyed `governor` limiter); experiments'
+//!   binds only while other students' experiments wait ([`db::fair_share`]).
 //! - [`metrics`]: the Prometheus registry; reads the engine at scrape time.
 //! - [`course`]: the course itself. Lessons are read from `content/` (embedded in the
 //!   binary, or a folder given on the command line), passed through a chain of

@@ -19,6 +19,7 @@ mod docker;
 mod durability;
 mod encoding;
 mod experiments;
+mod fair_share;
 mod faults;
 mod gpu;
 mod gradebook;

@@ -18,6 +18,7 @@ pub mod copy;
 pub mod experiment_history;
 pub mod gradebook;
 pub mod health;
+pub mod fair_share;
 pub mod instructor_sessions;
 pub mod job_claims;
 pub mod jobs;
