@@ -83,6 +83,7 @@ fn experiment_path(
             }],
             "requestBody": {
                 "required": false,
+                "description": "Every field is optional: a missing one (or no body at all) takes its default, shown in the example; an unknown field is refused with 400, naming it.",
                 "content": {"application/json": {
                     "schema": {"$ref": format!("#/components/schemas/{params}")},
                     "example": experiment.defaults(),
