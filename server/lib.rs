@@ -31,7 +31,8 @@
 //!   source; `noqa` comments, rule selection and `[tool.gpulab]`, PEP 263 encodings,
 //!   and text, JSON, GitHub and SARIF output; used by the "Check your script" page,
 //!   `POST /api/lint` and `gpulab lint`.
-//! - [`db`]: the database — a SQLite file (WAL, migrated on start-up) or PostgreSQL, one
+//! - [`db`]: the database — a SQLite file (WAL, migrated on start-up after a copy at its
+//!   old version is written beside it; a newer version's database is refused) or PostgreSQL, one
 //!   SQL surface for both — of students, quiz attempts and answers, resume codes,
 //!   predictions, the run history and the latest measurements, tuning-lab attempts
 //!   ([`db::lab_attempts`]), instructor sign-ins,

@@ -44,3 +44,4 @@ mod quiz;
 mod reference_runs;
 mod scale_out;
 mod support;
+mod upgrade;
