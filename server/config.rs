@@ -117,8 +117,9 @@ pub struct Limits {
     /// timings interfere.
     #[arg(long, env = "GPULAB_GPU_CONCURRENCY", default_value_t = Limits::DEFAULT.gpu_concurrency, value_parser = clap::value_parser!(u16).range(1..=8))]
     pub gpu_concurrency: u16,
-    /// Experiments one student may submit per minute; more get 429 with Retry-After.
-    /// 0 switches the limit off.
+    /// Experiments one student may submit per minute while other students' experiments
+    /// are waiting; more get 429 with Retry-After (a student alone with the GPU is not
+    /// limited). 0 switches the limit off.
     #[arg(long, env = "GPULAB_EXPERIMENTS_PER_MINUTE", default_value_t = Limits::DEFAULT.experiments_per_minute)]
     pub experiments_per_minute: u32,
     /// Longest any request may take, in seconds, before it is answered 408.
@@ -155,11 +156,14 @@ pub struct Limits {
     /// the whole class reaches the server through one NAT address.
     #[arg(long, env = "GPULAB_PLAYGROUND_MIB_PER_ADDRESS", default_value_t = Limits::DEFAULT.playground_mib_per_address)]
     pub playground_mib_per_address: u64,
-    /// Experiments one student may have waiting at once; more get 429 until one starts.
+    /// Experiments one student may have waiting at once while other students'
+    /// experiments are waiting too; more get 429 until one starts (a student alone with
+    /// the GPU may fill the queue, and whoever comes next still gets in).
     #[arg(long, env = "GPULAB_PENDING_PER_STUDENT", default_value_t = Limits::DEFAULT.pending_per_student, value_parser = clap::value_parser!(u64).range(1..))]
     pub pending_per_student: u64,
     /// Experiments the students at one network address may have waiting at once, all
-    /// together, so one machine cannot fill the queue. Raise it to the queue length when
+    /// together, while other students' experiments are waiting, so one machine cannot
+    /// fill the queue. Raise it to the queue length when
     /// the whole class reaches the server through one NAT address.
     #[arg(long, env = "GPULAB_PENDING_PER_ADDRESS", default_value_t = Limits::DEFAULT.pending_per_address, value_parser = clap::value_parser!(u64).range(1..))]
     pub pending_per_address: u64,

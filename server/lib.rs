@@ -14,7 +14,8 @@
 //!   routes ([`web::instructor_access`]); a class round's state machine
 //!   ([`web::class_round`]); measurements for hardware-graded questions
 //!   ([`web::measurements`]).
-//! - [`ratelimit`]: the per-student experiment rate (a keyed `governor` limiter).
+//! - [`ratelimit`]: the per-student rates (a keyed `governor` limiter); experiments'
+//!   binds only while other students' experiments wait ([`db::fair_share`]).
 //! - [`metrics`]: the Prometheus registry; reads the engine at scrape time.
 //! - [`course`]: the course itself. Lessons are read from `content/` (embedded in the
 //!   binary, or a folder given on the command line), passed through a chain of
@@ -30,7 +31,8 @@
 //!   source; `noqa` comments, rule selection and `[tool.gpulab]`, PEP 263 encodings,
 //!   and text, JSON, GitHub and SARIF output; used by the "Check your script" page,
 //!   `POST /api/lint` and `gpulab lint`.
-//! - [`db`]: the database — a SQLite file (WAL, migrated on start-up) or PostgreSQL, one
+//! - [`db`]: the database — a SQLite file (WAL, migrated on start-up after a copy at its
+//!   old version is written beside it; a newer version's database is refused) or PostgreSQL, one
 //!   SQL surface for both — of students, quiz attempts and answers, resume codes,
 //!   predictions, the run history and the latest measurements, tuning-lab attempts
 //!   ([`db::lab_attempts`]), instructor sign-ins,

@@ -2,7 +2,10 @@
 //! the student cookie (the identity middleware issues one to every browser, so the
 //! cookie is always there; clients that drop cookies get a fresh id per request and are
 //! bounded by the queue length instead). A student over the limit gets 429 with
-//! Retry-After; the shared GPU queue stays free for the rest of the class.
+//! Retry-After; the shared GPU queue stays free for the rest of the class. The
+//! experiment handler refuses on it only while another student's experiment waits
+//! (`db::fair_share`: alone with the GPU, a learner is not limited); quiz attempts and
+//! script checks are refused on it always.
 
 use std::num::NonZeroU32;
 use std::time::Duration;

@@ -106,17 +106,32 @@ async fn metrics_count_requests_by_route_and_jobs_by_outcome() {
 
 #[tokio::test]
 async fn one_student_is_rate_limited_and_another_is_not() {
-    let app = spawn_tuned(|config| config.limits.experiments_per_minute = 2).await;
-    let (ann, bob) = (student(), student());
+    let app = spawn_tuned(|config| {
+        config.limits.experiments_per_minute = 2;
+        config.limits.queue_length = 32;
+        config.limits.pending_per_address = 32;
+    })
+    .await;
+    let (ann, bob, cy) = (student(), student(), student());
     let submit = |client: &reqwest::Client| {
         client
             .post(format!("{}/api/experiments/timing", app.base))
             .json(&json!({}))
             .send()
     };
+    // The rate binds only while another student waits (alone, a student is not
+    // limited): Cy, alone, queues 24 timing runs, each at least 90 ms of work whatever
+    // the device (50 ms of warm-up, eight 5 ms kernels), so hers wait while Ann asks.
+    for _ in 0..24 {
+        assert_eq!(submit(&cy).await.unwrap().status(), StatusCode::ACCEPTED);
+    }
     assert_eq!(submit(&ann).await.unwrap().status(), StatusCode::ACCEPTED);
     assert_eq!(submit(&ann).await.unwrap().status(), StatusCode::ACCEPTED);
     let limited = submit(&ann).await.unwrap();
+    assert!(
+        app.state.engine.queue_depth().await > 2,
+        "Cy's runs were still waiting when Ann was refused"
+    );
     assert_eq!(limited.status(), StatusCode::TOO_MANY_REQUESTS);
     let retry: u64 = limited.headers()["retry-after"]
         .to_str()

@@ -1,5 +1,6 @@
 //! The instructor gradebook: refused when switched off, refused without the right
-//! token, correct counts over several students, and CSV that parses.
+//! token, correct counts over several students, and CSV that parses (with its header
+//! row even before anyone has attempted anything).
 
 use reqwest::StatusCode;
 
@@ -147,4 +148,39 @@ async fn the_gradebook_counts_several_students_and_exports_csv() {
         &row[col("students_never_right")],
     );
     assert_eq!(counts, ("2", "2", "1"), "{missed}");
+}
+
+#[tokio::test]
+async fn a_class_with_no_attempts_gets_each_csv_with_its_header_row() {
+    let app = spawn_with_token().await;
+    for (name, columns) in [
+        (
+            "grades.csv",
+            &["student", "quiz_id", "best_percent", "last_attempt_at"][..],
+        ),
+        (
+            "missed.csv",
+            &["quiz_id", "question", "students_missed"][..],
+        ),
+        (
+            "predictions.csv",
+            &["student", "experiment", "predicted", "measured"][..],
+        ),
+    ] {
+        let csv_text = instructor_csv(&app, TOKEN, name).await;
+        assert_eq!(
+            csv_text.lines().count(),
+            1,
+            "{name}: the header alone: {csv_text:?}"
+        );
+        let mut reader = csv::Reader::from_reader(csv_text.as_bytes());
+        let headers = reader.headers().unwrap().clone();
+        for column in columns {
+            assert!(
+                headers.iter().any(|h| h == *column),
+                "{name}: {column} in {headers:?}"
+            );
+        }
+        assert_eq!(reader.records().count(), 0, "{name}");
+    }
 }

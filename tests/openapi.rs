@@ -69,6 +69,12 @@ async fn every_documented_operation_is_served_and_every_experiment_documented() 
             schema["additionalProperties"], false,
             "{path}: unknown fields are refused"
         );
+        assert!(
+            schema
+                .get("required")
+                .is_none_or(|r| r.as_array().is_some_and(Vec::is_empty)),
+            "{path}: every field has a default, so none is required: {schema}"
+        );
         assert_eq!(body["example"], experiment.defaults(), "{path}");
     }
     let size_cap = &doc["components"]["schemas"]["PrecisionParams"]["properties"]["size"];

@@ -7,7 +7,9 @@
 //! The rules: students take turns (a job's `turn` is one more than its owner's previous
 //! unfinished job's, a newcomer joins the earliest waiting turn, and jobs run by turn,
 //! then age), each student and each network address may have only a few jobs waiting,
-//! each student may start only so many a minute, and a full queue refuses with a wait.
+//! each student may start only so many a minute — these per-student caps bind only while
+//! another student's job waits ([`super::fair_share`]) — and a full queue refuses with a
+//! wait.
 //! Submissions are serialised (an advisory lock on PostgreSQL; SQLite has one writer),
 //! so the caps hold for the whole class. Times are the database's clock in seconds since
 //! the epoch, so the machines' clocks never matter. Job ids are random, below 2⁵³ (so
@@ -17,6 +19,7 @@ use std::net::IpAddr;
 
 use serde::Serialize;
 
+use super::fair_share::{self, Cap, Waiting};
 use super::{DbError, Dialect, Tx};
 use crate::config::Limits;
 use crate::params;
@@ -63,19 +66,21 @@ pub enum Refused {
         /// Suggested wait before trying again, in seconds.
         retry_after_secs: u64,
     },
-    /// This student already has `limit` jobs waiting.
+    /// This student already has `limit` jobs waiting, and another student's job waits.
     TooManyPending {
         /// The per-student cap.
         limit: usize,
     },
-    /// The students at this network address already have `limit` jobs waiting.
+    /// The students at this network address already have `limit` jobs waiting, and
+    /// another student's job waits.
     AddressBusy {
         /// The per-address cap.
         limit: usize,
     },
     /// The server is shutting down.
     Closed,
-    /// This student started `limit` experiments in the last minute (class-wide).
+    /// This student started `limit` experiments in the last minute (class-wide), and
+    /// another student's job waits.
     RateLimited {
         /// The per-minute cap.
         limit: u32,
@@ -159,34 +164,21 @@ pub fn submit(
                     COUNT(*) FILTER (WHERE status = 'queued' AND address = ?2),
                     COUNT(*) FILTER (WHERE owner = ?1 AND submitted_at > {now} - 60),
                     MIN(turn) FILTER (WHERE status = 'queued'),
-                    MAX(turn) FILTER (WHERE owner = ?1 AND status IN ('queued', 'running'))
+                    MAX(turn) FILTER (WHERE owner = ?1 AND status IN ('queued', 'running')),
+                    COUNT(*) FILTER (WHERE status = 'queued' AND owner <> ?1)
              FROM jobs WHERE status IN ('queued', 'running') OR owner = ?1"
         ),
         params![owner, address],
     )?;
-    let (waiting, mine, from_address, last_minute): (usize, u64, u64, u64) =
-        (row.get(0)?, row.get(1)?, row.get(2)?, row.get(3)?);
-    let per_minute = u64::from(limits.experiments_per_minute);
-    if per_minute > 0 && last_minute >= per_minute {
-        return Ok(Err(Refused::RateLimited {
-            limit: limits.experiments_per_minute,
-        }));
-    }
-    if mine >= limits.pending_per_student {
-        return Ok(Err(Refused::TooManyPending {
-            limit: usize::try_from(limits.pending_per_student).unwrap_or(usize::MAX),
-        }));
-    }
-    if address.is_some() && from_address >= limits.pending_per_address {
-        return Ok(Err(Refused::AddressBusy {
-            limit: usize::try_from(limits.pending_per_address).unwrap_or(usize::MAX),
-        }));
-    }
-    if waiting >= limits.queue_length {
-        let wait = estimated_wait_secs(tx)?;
-        return Ok(Err(Refused::Full {
-            retry_after_secs: wait.ceil().max(1.0) as u64,
-        }));
+    let waiting = Waiting {
+        all: row.get(0)?,
+        mine: row.get(1)?,
+        others: row.get(6)?,
+        from_address: address.is_some().then(|| row.get(2)).transpose()?,
+        last_minute: row.get(3)?,
+    };
+    if let Some(cap) = fair_share::binding_cap(tx, &waiting, limits)? {
+        return Ok(Err(refusal(tx, cap, limits)?));
     }
     let floor: Option<i64> = row.get(4)?;
     let previous: Option<i64> = row.get(5)?;
@@ -216,6 +208,25 @@ pub fn submit(
         tx.batch(&format!("NOTIFY {}", super::job_claims::CHANNEL))?;
     }
     Ok(Ok((id, position)))
+}
+
+/// What a student is told when `cap` refuses their job.
+fn refusal(tx: &mut Tx, cap: Cap, limits: &Limits) -> Result<Refused, DbError> {
+    let limit = |cap: u64| usize::try_from(cap).unwrap_or(usize::MAX);
+    Ok(match cap {
+        Cap::PerMinute => Refused::RateLimited {
+            limit: limits.experiments_per_minute,
+        },
+        Cap::PendingPerStudent => Refused::TooManyPending {
+            limit: limit(limits.pending_per_student),
+        },
+        Cap::PendingPerAddress => Refused::AddressBusy {
+            limit: limit(limits.pending_per_address),
+        },
+        Cap::QueueLength => Refused::Full {
+            retry_after_secs: estimated_wait_secs(tx)?.ceil().max(1.0) as u64,
+        },
+    })
 }
 
 fn position(tx: &mut Tx, turn: i64, submitted: f64, id: u64) -> Result<usize, DbError> {

@@ -64,12 +64,15 @@ fn caps_hold_for_the_whole_class_and_say_which() {
         let limits = Limits {
             pending_per_student: 2,
             pending_per_address: 3,
-            queue_length: 4,
+            queue_length: 5,
             experiments_per_minute: 0,
             ..Limits::default()
         };
+        // Zed's job waits, so the per-student caps protect someone and bind
+        // (`fair_share`: alone, Ann would not be limited).
+        assert!(submit(&db, "zed", None, &limits).is_ok());
         assert!(submit(&db, "ann", None, &limits).is_ok());
-        assert_eq!(submit(&db, "ann", None, &limits).unwrap().1, 2);
+        assert_eq!(submit(&db, "ann", None, &limits).unwrap().1, 3);
         assert_eq!(
             submit(&db, "ann", None, &limits),
             Err(Refused::TooManyPending { limit: 2 })
@@ -82,7 +85,7 @@ fn caps_hold_for_the_whole_class_and_say_which() {
                     Err(Refused::Full {
                         retry_after_secs: 1
                     }),
-                    "the fifth waiting job"
+                    "the sixth waiting job"
                 );
             } else {
                 assert!(outcome.is_ok(), "{who}: {outcome:?}");
@@ -90,7 +93,7 @@ fn caps_hold_for_the_whole_class_and_say_which() {
         }
         assert_eq!(
             db.run_blocking(super::depth).unwrap(),
-            4,
+            5,
             "{engine}: the refused job is not waiting"
         );
         let strict = Limits {

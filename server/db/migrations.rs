@@ -3,7 +3,8 @@
 //! the same ISO-8601 text timestamps), so both engines hold the same tables and columns.
 //! SQLite counts applied migrations in `PRAGMA user_version`; PostgreSQL in
 //! `schema_version`, under an advisory lock so web nodes and workers starting together
-//! migrate once.
+//! migrate once. A database a newer binary wrote (a version past this one's list) is
+//! refused before anything is read ([`known_version`]).
 
 use rusqlite::Connection;
 
@@ -25,7 +26,7 @@ pub fn now(tx: &Tx) -> &'static str {
 /// Applies SQLite's pending migrations, each in its own transaction.
 pub(super) fn sqlite(conn: &mut Connection) -> Result<(), DbError> {
     let applied: i64 = conn.pragma_query_value(None, "user_version", |row| row.get(0))?;
-    let applied = usize::try_from(applied).unwrap_or(0);
+    let applied = known_version(applied)?;
     for (i, sql) in MIGRATIONS.iter().enumerate().skip(applied) {
         let tx = conn.transaction()?;
         tx.execute_batch(sql)?;
@@ -49,7 +50,7 @@ pub(super) fn postgres(tx: &mut Tx) -> Result<(), DbError> {
     if applied.is_none() {
         tx.execute("INSERT INTO schema_version (version) VALUES (0)", &[])?;
     }
-    let applied = usize::try_from(applied.unwrap_or(0)).unwrap_or(0);
+    let applied = known_version(applied.unwrap_or(0))?;
     for (i, sql) in MIGRATIONS.iter().enumerate().skip(applied) {
         tx.batch(&to_postgres(sql))?;
         tx.execute(
@@ -59,6 +60,19 @@ pub(super) fn postgres(tx: &mut Tx) -> Result<(), DbError> {
         tracing::info!("database migrated to version {}", i + 1);
     }
     Ok(())
+}
+
+/// The migrations `version` says were applied, or [`DbError::NewerSchema`] when a newer
+/// binary wrote the database: refused before any of it is read.
+pub(super) fn known_version(version: i64) -> Result<usize, DbError> {
+    match usize::try_from(version) {
+        Ok(applied) if applied <= MIGRATIONS.len() => Ok(applied),
+        _ if version < 0 => Ok(0),
+        _ => Err(DbError::NewerSchema {
+            found: version,
+            known: MIGRATIONS.len(),
+        }),
+    }
 }
 
 /// One SQLite migration in PostgreSQL's dialect.

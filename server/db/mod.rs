@@ -5,7 +5,9 @@
 //! mutex, which is how SQLite serialises writers anyway) or a `postgres://` URL (a pool
 //! of connections, for several web nodes and workers sharing one class). Both are
 //! created and migrated on start-up with the same migrations, one per dialect, and every
-//! query is written once ([`sql`]). Each [`Db::run`] is one transaction, so nothing is
+//! query is written once ([`sql`]); a SQLite file an older version wrote is copied beside
+//! itself before it is migrated, and a database a newer version wrote is refused
+//! ([`upgrade`]). Each [`Db::run`] is one transaction, so nothing is
 //! acknowledged to a student before it has committed, on either engine. The queue's own
 //! steps (a submission, a claim, a renewal) commit with [`Db::run_queue`], which on SQLite
 //! does not wait for the disk (see there).
@@ -16,6 +18,7 @@ pub mod backup;
 pub mod class_summary;
 pub mod copy;
 pub mod experiment_history;
+pub mod fair_share;
 pub mod gradebook;
 pub mod health;
 pub mod instructor_sessions;
@@ -33,6 +36,7 @@ pub mod sql;
 pub mod student_identity;
 #[doc(hidden)]
 pub mod testing;
+mod upgrade;
 pub mod worker_ceilings;
 
 use std::path::{Path, PathBuf};
@@ -78,6 +82,21 @@ pub enum DbError {
         /// What was wrong.
         why: String,
     },
+    /// The database was written by a newer GPU Lab, whose schema this binary does not
+    /// know: refused before anything is read or changed.
+    #[error(
+        "the database is at schema version {found}, newer than this gpulab knows (version {known}): a newer GPU Lab wrote it, and this one would misread it. Run that version or a newer one, or restore the backup taken before the upgrade (gpulab db restore); nothing was read or changed"
+    )]
+    NewerSchema {
+        /// The database's schema version.
+        found: i64,
+        /// The newest this binary knows (its migrations).
+        known: usize,
+    },
+    /// The backup taken before migrating a SQLite file could not be written: nothing was
+    /// migrated.
+    #[error("{0}")]
+    UpgradeBackup(String),
 }
 
 impl DbError {
@@ -751,6 +770,7 @@ fn open_sqlite(path: &Path) -> Result<SqliteFile, DbError> {
     conn.pragma_update(None, "synchronous", "FULL")?;
     conn.pragma_update(None, "foreign_keys", "ON")?;
     conn.busy_timeout(Duration::from_secs(5))?;
+    upgrade::backup_before_migrating(path, &conn)?;
     migrations::sqlite(&mut conn)?;
     Ok(SqliteFile {
         conn,

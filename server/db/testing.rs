@@ -166,7 +166,8 @@ pub fn make_sqlite_read_only(db: &Db) {
         .expect("query_only sets");
 }
 
-fn random_hex() -> String {
+/// Sixteen random hex digits, for a scratch database's name.
+pub fn random_hex() -> String {
     let mut bytes = [0u8; 8];
     getrandom::fill(&mut bytes).expect("the operating system's random source is available");
     bytes.iter().map(|b| format!("{b:02x}")).collect()

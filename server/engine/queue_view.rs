@@ -1,6 +1,7 @@
 //! What handlers read from the engine about the queue: its figures, each student's
 //! use of the workers, its depth and the expected wait, a job's state (and waiting for
-//! it to finish), and the device's ceilings. All of it is read from the database, so a
+//! it to finish), whether others wait (so a per-student cap binds), and the device's
+//! ceilings. All of it is read from the database, so a
 //! web node and a one-box server answer alike; the refusals and the running peak this
 //! process saw itself are added from [`super::Engine`]'s own counters.
 
@@ -9,7 +10,7 @@ use std::time::Duration;
 
 use super::Engine;
 use crate::db::jobs::{self, JobState, OwnerUsage, QueueStats};
-use crate::db::{DbError, worker_ceilings};
+use crate::db::{DbError, fair_share, worker_ceilings};
 
 impl Engine {
     /// Queue-wide figures, read now: jobs waiting and running, the outcomes of the jobs
@@ -115,6 +116,17 @@ impl Engine {
         let owner = owner.map(str::to_string);
         self.db
             .run(move |tx| jobs::state(tx, id, owner.as_deref()))
+            .await
+            .map_err(|e| e.to_string())
+    }
+
+    /// Whether a student other than `owner` has a job waiting, so that a per-student cap
+    /// would protect someone ([`crate::db::fair_share`]); an error when the database
+    /// cannot be read.
+    pub async fn others_waiting(&self, owner: &str) -> Result<bool, String> {
+        let owner = owner.to_string();
+        self.db
+            .run(move |tx| fair_share::others_waiting(tx, &owner))
             .await
             .map_err(|e| e.to_string())
     }

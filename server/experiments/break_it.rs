@@ -43,7 +43,7 @@ pub enum Case {
 
 /// What the student asks for.
 #[derive(Debug, Clone, Default, Deserialize, Serialize, utoipa::ToSchema)]
-#[serde(deny_unknown_fields)]
+#[serde(default, deny_unknown_fields)]
 pub struct BreakItParams {
     /// `batch-on-host` or `log-every-step`.
     pub case: Case,

@@ -44,7 +44,7 @@ pub fn products_per_sample(n: usize) -> usize {
 
 /// What the student asks for.
 #[derive(Debug, Clone, Deserialize, Serialize, utoipa::ToSchema)]
-#[serde(deny_unknown_fields)]
+#[serde(default, deny_unknown_fields)]
 pub struct MatmulParams {
     /// Largest matrix side (capped by the server).
     pub max_size: usize,

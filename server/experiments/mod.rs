@@ -411,4 +411,71 @@ mod tests {
             }
         }
     }
+
+    /// A body of `fields` only.
+    fn body(fields: &[(&String, Value)]) -> Value {
+        Value::Object(
+            fields
+                .iter()
+                .map(|(k, v)| ((*k).clone(), v.clone()))
+                .collect(),
+        )
+    }
+
+    #[test]
+    fn a_missing_field_takes_its_default_and_an_unknown_one_is_named() {
+        let limits = Limits::default();
+        for e in REGISTRY {
+            let (name, defaults) = (e.name(), e.defaults());
+            for given in [None, Some(body(&[]))] {
+                let job = e
+                    .prepare(given.as_ref(), &limits)
+                    .unwrap_or_else(|err| panic!("{name} {given:?}: {err}"));
+                assert_eq!(job.params, defaults, "{name} {given:?}");
+            }
+            let rules = e.rules(&limits);
+            for (field, default) in defaults.as_object().unwrap() {
+                let same = e.prepare(Some(&body(&[(field, default.clone())])), &limits);
+                assert_eq!(same.unwrap().params, defaults, "{name}.{field}");
+                let lowest = rules.iter().find_map(|r| match r {
+                    Rule::Range { field: f, min, .. } if *f == field.as_str() => Some(*min),
+                    _ => None,
+                });
+                // A partial body: the field given, every other its default (or a
+                // cross-field check refuses the mix, with a 422's message).
+                if let Some(min) = lowest {
+                    match e.prepare(Some(&body(&[(field, Value::from(min))])), &limits) {
+                        Ok(job) => {
+                            let mut expected = defaults.clone();
+                            expected[field.as_str()] = Value::from(min);
+                            assert_eq!(job.params, expected, "{name}.{field}={min}");
+                        }
+                        Err(err) => assert!(
+                            matches!(err, ParamError::Invalid(_)),
+                            "{name}.{field}={min}: {err}"
+                        ),
+                    }
+                }
+                let wrong = e.prepare(Some(&body(&[(field, serde_json::json!([1]))])), &limits);
+                assert!(
+                    matches!(wrong, Err(ParamError::Malformed { .. })),
+                    "{name}.{field}=[1]: {:?}",
+                    wrong.err()
+                );
+            }
+            let warp = String::from("warp_size");
+            let unknown = e.prepare(Some(&body(&[(&warp, Value::from(32))])), &limits);
+            let message = unknown.err().map(|err| err.to_string()).unwrap_or_default();
+            assert!(
+                message.contains("unknown field `warp_size`"),
+                "{name}: {message}"
+            );
+            let (_, schema) = e.schemas().swap_remove(0);
+            let schema = serde_json::to_value(schema).unwrap();
+            assert!(
+                schema["required"].as_array().is_none_or(Vec::is_empty),
+                "{name}: no field is required, every one has a default: {schema}"
+            );
+        }
+    }
 }

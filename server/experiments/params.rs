@@ -1,7 +1,10 @@
 //! Parameters from outside (a JSON body, a lesson directive, the command line) become
-//! typed, validated values in one way everywhere. The order keeps each mistake's
-//! answer stable: a body that is not JSON, or has the wrong shape (missing or unknown
-//! field, wrong type), is malformed (400, showing an example); a categorical value
+//! typed, validated values in one way everywhere. A field left out takes its default,
+//! as `gpulab bench`'s flags do (every experiment's parameters are
+//! `#[serde(default, deny_unknown_fields)]`, so no field is required and the OpenAPI
+//! document says so). The order keeps each mistake's answer stable: a body that is not
+//! JSON, or has the wrong shape (an unknown field, a wrong type), is malformed (400,
+//! showing an example); a categorical value
 //! outside its choices, a number outside its [`Rule`], or a cross-field check failing
 //! is invalid (422, naming the bound and whether it is this server's cap).
 

@@ -35,7 +35,7 @@ pub const MIN_SIZE: usize = 64;
 
 /// What the student asks for.
 #[derive(Debug, Clone, Deserialize, Serialize, utoipa::ToSchema)]
-#[serde(deny_unknown_fields)]
+#[serde(default, deny_unknown_fields)]
 pub struct PrecisionParams {
     /// Matrix side n: the product is n × n times n × n (capped by the server).
     pub size: usize,

@@ -35,7 +35,7 @@ pub const TARGET_KERNEL_MS: f64 = 5.0;
 
 /// The timing trap takes no parameters.
 #[derive(Debug, Clone, Default, Deserialize, Serialize, utoipa::ToSchema)]
-#[serde(deny_unknown_fields)]
+#[serde(default, deny_unknown_fields)]
 pub struct TimingParams {}
 
 /// One bar on a timeline lane, in milliseconds from the start of the run.

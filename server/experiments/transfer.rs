@@ -34,7 +34,7 @@ pub const REPS: Reps = Reps {
 
 /// What the student asks for.
 #[derive(Debug, Clone, Deserialize, Serialize, utoipa::ToSchema)]
-#[serde(deny_unknown_fields)]
+#[serde(default, deny_unknown_fields)]
 pub struct TransferParams {
     /// Largest copy in bytes; sizes run from 1 KiB, ×4 each step (capped by the server).
     pub max_bytes: u64,

@@ -83,6 +83,7 @@ fn experiment_path(
             }],
             "requestBody": {
                 "required": false,
+                "description": "Every field is optional: a missing one (or no body at all) takes its default, shown in the example; an unknown field is refused with 400, naming it.",
                 "content": {"application/json": {
                     "schema": {"$ref": format!("#/components/schemas/{params}")},
                     "example": experiment.defaults(),
@@ -99,7 +100,7 @@ fn experiment_path(
                 "413": error_response("Body too large"),
                 "422": error_response("A parameter outside its bounds (the message names the bound)"),
                 "429": {
-                    "description": "The queue is full or this student's rate is used up",
+                    "description": "The queue is full, or, while other students' experiments wait, this student's rate or waiting experiments are used up",
                     "headers": {"Retry-After": {"schema": {"type": "integer"}}},
                     "content": {"application/json": {"schema": {"$ref": "#/components/schemas/ErrorBody"}}},
                 },

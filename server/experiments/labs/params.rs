@@ -12,7 +12,7 @@ use crate::experiments::training::{Optim, TrainPrecision};
 /// What the learner submits: the lab and its knobs. Knobs the lab does not offer are
 /// ignored (the lab's baseline value is used and the result says so).
 #[derive(Debug, Clone, Deserialize, Serialize, utoipa::ToSchema)]
-#[serde(deny_unknown_fields)]
+#[serde(default, deny_unknown_fields)]
 pub struct LabParams {
     /// `feed-the-gpu`, `stop-waiting`, `fit-the-budget`, `mixed-precision` or
     /// `slow-loop-doctor`.

@@ -37,7 +37,7 @@ pub const MAX_ELEMENTS: u64 = 262_144;
 
 /// What a learner sets.
 #[derive(Debug, Clone, Deserialize, Serialize, utoipa::ToSchema)]
-#[serde(deny_unknown_fields)]
+#[serde(default, deny_unknown_fields)]
 pub struct LaunchParams {
     /// Longest chain: chains of 1, 10, 100 and 1,000 steps run up to this many.
     pub max_kernels: u64,

@@ -44,7 +44,7 @@ const MIB: usize = 1 << 20;
 
 /// What the student asks for.
 #[derive(Debug, Clone, Deserialize, Serialize, utoipa::ToSchema)]
-#[serde(deny_unknown_fields)]
+#[serde(default, deny_unknown_fields)]
 pub struct StreamsParams {
     /// How many chunks the data is split into.
     pub chunks: usize,

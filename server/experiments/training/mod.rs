@@ -58,7 +58,7 @@ pub enum Optim {
 
 /// What the student asks for.
 #[derive(Debug, Clone, Deserialize, Serialize, utoipa::ToSchema)]
-#[serde(deny_unknown_fields)]
+#[serde(default, deny_unknown_fields)]
 pub struct TrainParams {
     /// Tickets per step.
     pub batch: usize,

@@ -1,7 +1,8 @@
 //! Live experiments over HTTP. Reading the device card or the start-up doctor report is
 //! instant; an experiment is queued and answered with `202 Accepted`, a job id and its
 //! queue position, and the browser polls `/api/jobs/{id}` until it is done. A full
-//! queue answers `429 Too Many Requests` with `Retry-After`; parameters outside the
+//! queue, or a per-student cap while other students' experiments wait, answers
+//! `429 Too Many Requests` with `Retry-After`; parameters outside the
 //! server's caps answer 422 with the cap in the message. One handler serves every
 //! registered experiment: the router mounts it once per registry entry.
 
@@ -201,13 +202,15 @@ pub async fn submit(
         })?;
     job.prediction = prediction;
     super::health::refuse_new_work_unless_writable(&state, "Experiments").await?;
-    if let Err(wait) = state.experiment_limiter.check(&student.0) {
+    if let Err(wait) = state.experiment_limiter.check(&student.0)
+        && others_waiting(&state, &student).await?
+    {
         let secs = wait.as_secs_f64().ceil().max(1.0) as u64;
         state.metrics.rejected("rate_limited");
         return Ok(too_many(
             secs,
             format!(
-                "You have started {} experiments in the last minute, the most one student may while the class shares the GPU. Try again in about {secs} s.",
+                "You have started {} experiments in the last minute, the most one student may while other students' experiments are waiting for the GPU. Try again in about {secs} s.",
                 state.config.limits.experiments_per_minute
             ),
         ));
@@ -234,19 +237,19 @@ pub async fn submit(
         Err(Refused::AddressBusy { limit }) => Ok(too_many(
             (state.engine.estimated_wait_secs().await.ceil() as u64).max(1),
             format!(
-                "Your network address already has {limit} experiments waiting, the most one address may while the class shares the GPU (the instructor can raise it with --pending-per-address when the class shares one address). Try again when one has started."
+                "Your network address already has {limit} experiments waiting, the most one address may while other students' experiments are waiting for the GPU (the instructor can raise it with --pending-per-address when the class shares one address). Try again when one has started."
             ),
         )),
         Err(Refused::TooManyPending { limit }) => Ok(too_many(
             (state.engine.estimated_wait_secs().await.ceil() as u64).max(1),
             format!(
-                "You already have {limit} experiments waiting, the most one student may while the class shares the GPU. Wait for one of them to start, then try again."
+                "You already have {limit} experiments waiting, the most one student may while other students' experiments are waiting for the GPU. Wait for one of them to start, then try again."
             ),
         )),
         Err(Refused::RateLimited { limit }) => Ok(too_many(
             60,
             format!(
-                "You have started {limit} experiments in the last minute, the most one student may while the class shares the GPU. Try again in a minute."
+                "You have started {limit} experiments in the last minute, the most one student may while other students' experiments are waiting for the GPU. Try again in a minute."
             ),
         )),
         Err(Refused::Unavailable(why)) => Err(AppError::Unavailable(format!(
@@ -259,6 +262,16 @@ pub async fn submit(
         )
         .into()),
     }
+}
+
+/// Whether another student's experiment waits, so this node's per-student rate binds
+/// (alone with the GPU, a learner is not limited: [`crate::db::fair_share`]).
+async fn others_waiting(state: &AppState, student: &StudentId) -> Result<bool, AppError> {
+    state.engine.others_waiting(&student.0).await.map_err(|why| {
+        AppError::Unavailable(format!(
+            "The class queue cannot be reached just now ({why}); your experiment was not queued. Try again in a few seconds."
+        ))
+    })
 }
 
 /// The `predict` query parameter: absent, or a number the learner predicted.

@@ -18,7 +18,7 @@ use crate::web::state::AppState;
 
 /// One row of `grades.csv`: the student by pseudonym, never by id (the id is the
 /// student's cookie).
-#[derive(Debug, Serialize)]
+#[derive(Debug, Default, Serialize)]
 struct GradeExport {
     student: String,
     display_name: Option<String>,
@@ -31,7 +31,7 @@ struct GradeExport {
 }
 
 /// One row of `missed.csv`.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Default, Serialize)]
 struct MissedExport {
     quiz_id: String,
     question_number: usize,
@@ -59,21 +59,29 @@ fn csv_response(name: &str, bytes: Vec<u8>) -> Response {
         .into_response()
 }
 
-/// Rows as CSV, every cell safe to open in a spreadsheet: a cell a spreadsheet would run
-/// as a formula (starting with `=`, `+`, `@`, a tab or return, or `-` when it is not a
-/// number) gets a leading `'`, so a student's display name can never execute.
-fn csv_bytes<T: serde::Serialize>(rows: &[T]) -> Result<Vec<u8>, AppError> {
+/// Rows as CSV, always under their header row (a class with no rows yet gets the header
+/// alone, which a spreadsheet or script still reads), every cell safe to open in a
+/// spreadsheet: a cell a spreadsheet would run as a formula (starting with `=`, `+`,
+/// `@`, a tab or return, or `-` when it is not a number) gets a leading `'`, so a
+/// student's display name can never execute.
+fn csv_bytes<T: serde::Serialize + Default>(rows: &[T]) -> Result<Vec<u8>, AppError> {
     let fail = |e: &dyn std::fmt::Display| AppError::BadRequest(format!("csv: {e}"));
     let mut writer = csv::Writer::from_writer(Vec::new());
     for row in rows {
         writer.serialize(row).map_err(|e| fail(&e))?;
+    }
+    // csv writes the header with the first row: with none, a blank row brings it,
+    // and only the header is kept.
+    if rows.is_empty() {
+        writer.serialize(T::default()).map_err(|e| fail(&e))?;
     }
     let raw = writer.into_inner().map_err(|e| fail(&e))?;
     let mut reader = csv::ReaderBuilder::new()
         .has_headers(false)
         .from_reader(raw.as_slice());
     let mut safe = csv::Writer::from_writer(Vec::new());
-    for record in reader.records() {
+    let records = if rows.is_empty() { 1 } else { usize::MAX };
+    for record in reader.records().take(records) {
         let record = record.map_err(|e| fail(&e))?;
         safe.write_record(record.iter().map(neutralise_formula))
             .map_err(|e| fail(&e))?;
@@ -119,7 +127,7 @@ pub async fn grades_csv(
 }
 
 /// One row of `predictions.csv`.
-#[derive(Serialize)]
+#[derive(Default, Serialize)]
 struct PredictionExport {
     student: String,
     display_name: Option<String>,

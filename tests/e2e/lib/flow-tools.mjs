@@ -95,7 +95,7 @@ async function copy(ctx, page, monitor, context) {
 async function tooMany(ctx, page, monitor) {
   const slug = ctx.lessons[0].slug;
   const sentences = [
-    'You have started 12 experiments in the last minute, the most one student may while the class shares the GPU. Try again in about 41 s.',
+    'You have started 12 experiments in the last minute, the most one student may while other students\' experiments are waiting for the GPU. Try again in about 41 s.',
     'The experiment queue is full: the GPU is busy with other students\' experiments. Try again in about 9 s.',
   ];
   let next = 0;
