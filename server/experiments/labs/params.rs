@@ -10,9 +10,12 @@ use super::knobs::{Knob, Knobs};
 use crate::experiments::training::{Optim, TrainPrecision};
 
 /// What the learner submits: the lab and its knobs. Knobs the lab does not offer are
-/// ignored (the lab's baseline value is used and the result says so).
+/// ignored (the lab's baseline value is used and the result says so). A knob left out
+/// takes *the named lab's* baseline value, so `{"lab": "fit-the-budget"}` asks for that
+/// lab's slow loop, not another lab's; a body without `lab` is feed-the-gpu's.
 #[derive(Debug, Clone, Deserialize, Serialize, utoipa::ToSchema)]
-#[serde(default, deny_unknown_fields)]
+// `default` is for the OpenAPI schema (no field required); `Submitted` does the reading.
+#[serde(from = "Submitted", default)]
 pub struct LabParams {
     /// `feed-the-gpu`, `stop-waiting`, `fit-the-budget`, `mixed-precision` or
     /// `slow-loop-doctor`.
@@ -42,6 +45,42 @@ pub struct LabParams {
 impl Default for LabParams {
     fn default() -> Self {
         Self::baseline_of(LabId::FeedTheGpu)
+    }
+}
+
+/// A body as sent, every field optional; unknown fields are refused by name.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Submitted {
+    lab: Option<LabId>,
+    batch: Option<usize>,
+    data_on_device: Option<bool>,
+    pinned: Option<bool>,
+    non_blocking: Option<bool>,
+    log_every: Option<usize>,
+    timer_sync: Option<bool>,
+    precision: Option<TrainPrecision>,
+    optimizer: Option<Optim>,
+    accumulation: Option<usize>,
+    recompute: Option<bool>,
+}
+
+impl From<Submitted> for LabParams {
+    fn from(s: Submitted) -> Self {
+        let base = LabParams::baseline_of(s.lab.unwrap_or(LabId::FeedTheGpu));
+        LabParams {
+            lab: base.lab,
+            batch: s.batch.unwrap_or(base.batch),
+            data_on_device: s.data_on_device.unwrap_or(base.data_on_device),
+            pinned: s.pinned.unwrap_or(base.pinned),
+            non_blocking: s.non_blocking.unwrap_or(base.non_blocking),
+            log_every: s.log_every.unwrap_or(base.log_every),
+            timer_sync: s.timer_sync.unwrap_or(base.timer_sync),
+            precision: s.precision.unwrap_or(base.precision),
+            optimizer: s.optimizer.unwrap_or(base.optimizer),
+            accumulation: s.accumulation.unwrap_or(base.accumulation),
+            recompute: s.recompute.unwrap_or(base.recompute),
+        }
     }
 }
 
@@ -134,6 +173,27 @@ impl LabParams {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_knob_left_out_takes_the_named_labs_baseline_and_an_unknown_one_is_refused() {
+        for id in super::super::catalog::ALL {
+            let body = serde_json::json!({ "lab": id });
+            let got: LabParams = serde_json::from_value(body).unwrap();
+            assert_eq!(got.candidate(), lab(id).baseline, "{}", id.name());
+            assert_eq!(got.lab, id);
+        }
+        // Each lab's baseline differs from feed-the-gpu's somewhere, or this proves little.
+        let budget = lab(LabId::FitTheBudget).baseline;
+        assert_ne!(budget, lab(LabId::FeedTheGpu).baseline);
+        let partial: LabParams = serde_json::from_value(
+            serde_json::json!({ "lab": "fit-the-budget", "recompute": true }),
+        )
+        .unwrap();
+        assert!(partial.recompute);
+        assert_eq!(partial.batch, budget.batch);
+        let unknown = serde_json::from_value::<LabParams>(serde_json::json!({ "batchh": 8 }));
+        assert!(unknown.unwrap_err().to_string().contains("batchh"));
+    }
 
     #[test]
     fn a_round_runs_the_known_good_settings_and_names_them() {
