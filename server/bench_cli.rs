@@ -205,19 +205,22 @@ fn print_one(
     overrides: &Map<String, Value>,
     json: bool,
 ) -> ExitCode {
-    if card.kind == "cpu" && !json {
+    if !card.kind.is_cuda() && !json {
         eprintln!("{}", card.note);
     }
     match bench::run_one(backend, card, experiment, overrides) {
         Ok(ran) if json => {
             println!(
                 "{}",
-                serde_json::to_string_pretty(&ran.result).unwrap_or_default()
+                serde_json::to_string_pretty(&ran.outcome).unwrap_or_default()
             );
             ExitCode::SUCCESS
         }
         Ok(ran) => {
-            println!("on {} ({})", ran.provenance.device, ran.provenance.backend);
+            println!(
+                "on {} ({})",
+                ran.outcome.provenance.device, ran.outcome.provenance.backend
+            );
             print!("{}", ran.table);
             ExitCode::SUCCESS
         }

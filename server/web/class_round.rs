@@ -2,10 +2,11 @@
 //! at once): open → (students predict) → running → revealed or failed; closing ends it.
 //! The round lives in the database (`rounds`, `round_predictions`), in both modes, so
 //! every web node of a class — and a one-box server — shows the same round; each call
-//! here reads it fresh. Running it queues the experiment once; when the job finishes, a
-//! task stores the value it measured (read from the queue, typed) and every prediction,
-//! scored, in one transaction, and every page reveals it together. The HTTP side is
-//! [`crate::web::routes::class_round`]: it parses, calls this and renders.
+//! here reads it fresh. Running it queues the experiment once, for the round; the worker
+//! that completes the job stores the value it measured, with its device, and every
+//! prediction, scored, in that same transaction ([`crate::db::rounds::reveal`]), and
+//! every page reveals it together — whichever web node opened it, alive or not. The
+//! HTTP side (`web::routes::class_round`) parses, calls this and renders.
 
 use std::collections::HashMap;
 
@@ -13,9 +14,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::course::predictions::Question;
-use crate::db::predictions::PredictionRow;
-use crate::db::{jobs, rounds};
-use crate::engine::JobState;
+use crate::db::rounds;
 use crate::experiments::Experiment as _;
 use crate::experiments::labs::{self, LabId, LabParams, Labs};
 use crate::experiments::prediction::{self, Score};
@@ -155,7 +154,7 @@ pub fn choices() -> Vec<(String, String)> {
 /// `lab/<lab>` with that lab's known-good settings on this backend (replacing any round
 /// in progress); refused when it asks no question on this server.
 pub async fn open(state: &AppState, name: &str) -> Result<(), AppError> {
-    let on_gpu = state.engine.card.kind == "cuda";
+    let on_gpu = state.engine.card.kind.is_cuda();
     let (name, params) = match name.split_once('/') {
         Some((experiment, lab)) if experiment == Labs::NAME => {
             let id: LabId = serde_json::from_value(Value::String(lab.to_string()))
@@ -177,10 +176,10 @@ pub async fn open(state: &AppState, name: &str) -> Result<(), AppError> {
     let question = prediction::pick(experiment.quantities(), &params, on_gpu)
         .and_then(|q| state.course.predictions.get(q.key).cloned())
         .ok_or_else(|| AppError::Invalid(format!("`{name}` asks no question on this server")))?;
-    let (quantity, stored) = (question.quantity.clone(), params.to_string());
+    let (quantity, unit, stored) = (question.quantity, question.unit, params.to_string());
     state
         .db
-        .run(move |tx| rounds::open(tx, experiment.name(), &quantity, &stored))
+        .run(move |tx| rounds::open(tx, experiment.name(), &quantity, &unit, &stored))
         .await?;
     Ok(())
 }
@@ -225,14 +224,14 @@ async fn mark(state: &AppState, round: i64, status: Status, error: Option<String
     }
 }
 
-/// Closes predictions and queues the experiment once; a task reveals the result when it
-/// is measured.
+/// Closes predictions and queues the experiment once (the round turns `running` as its
+/// job is queued); the worker that completes the job reveals the round in the same
+/// transaction ([`crate::db::job_claims::complete`]), so nothing here waits for it.
 pub async fn run(state: &AppState) -> Result<(), AppError> {
     let round = current(state)
         .await?
         .filter(|r| r.status == Status::Open)
         .ok_or_else(|| AppError::Conflict("No round is open: open one first.".into()))?;
-    mark(state, round.id, Status::Running, None).await;
     let Some(entry) = crate::experiments::find(round.experiment) else {
         let why = format!("no experiment `{}`", round.experiment);
         mark(state, round.id, Status::Failed, Some(why)).await;
@@ -241,58 +240,14 @@ pub async fn run(state: &AppState) -> Result<(), AppError> {
     let job = entry
         .prepare(Some(&round.params), &state.engine.limits)
         .map_err(|e| AppError::Invalid(e.to_string()))?;
-    match state.engine.submit("instructor-round", None, job).await {
-        Ok((id, _)) => {
-            tokio::spawn(reveal_when_done(state.clone(), round, id));
-        }
-        Err(refused) => {
-            let why =
-                format!("the queue refused the run ({refused:?}); open the round again and retry");
-            mark(state, round.id, Status::Failed, Some(why)).await;
-        }
+    if let Err(refused) = state
+        .engine
+        .submit_round("instructor-round", round.id, job)
+        .await
+    {
+        let why =
+            format!("the queue refused the run ({refused:?}); open the round again and retry");
+        mark(state, round.id, Status::Failed, Some(why)).await;
     }
     Ok(())
-}
-
-/// Waits for job `job` of `round`, then stores and reveals its measurement.
-async fn reveal_when_done(state: AppState, round: Round, job: u64) {
-    let outcome = match state.engine.finished(job, None).await {
-        Some(JobState::Done { .. }) => state
-            .db
-            .run(move |tx| jobs::measured(tx, job))
-            .await
-            .map_err(|e| e.to_string())
-            .and_then(|value| {
-                value.ok_or_else(|| "the run measured nothing to compare with".to_string())
-            }),
-        Some(JobState::Failed { error }) => Err(error),
-        _ => Err("the job was lost".to_string()),
-    };
-    let stored = match outcome {
-        Ok(measured) => {
-            let template = PredictionRow {
-                student_id: String::new(),
-                experiment: round.experiment.to_string(),
-                quantity: round.question.quantity.clone(),
-                params: round.params.to_string(),
-                predicted: 0.0,
-                measured,
-                unit: round.question.unit.clone(),
-                backend: state.engine.card.kind.to_string(),
-                device: state.engine.card.name.clone(),
-            };
-            // `rounds::reveal` stores the status with the measurement.
-            let id = round.id;
-            state
-                .db
-                .run(move |tx| rounds::reveal(tx, id, &template))
-                .await
-                .map(drop)
-                .map_err(|e| e.to_string())
-        }
-        Err(error) => Err(error),
-    };
-    if let Err(error) = stored {
-        mark(&state, round.id, Status::Failed, Some(error)).await;
-    }
 }

@@ -15,6 +15,7 @@ use crate::course::search::SectionRef;
 use crate::db::class_summary::MissedByStudents;
 use crate::db::experiment_history::StoredRun;
 use crate::engine::QueueStats;
+use crate::gpu::DeviceKind;
 use crate::web::page::Layout;
 
 /// The class gradebook.
@@ -201,7 +202,7 @@ pub struct LiveView {
     /// The device's name and backend.
     pub device: String,
     /// `cuda` or `cpu`.
-    pub backend: &'static str,
+    pub backend: DeviceKind,
     /// Memory in use and in total, in MiB (device memory on a GPU, host RAM on the CPU).
     pub memory_used_mib: Option<f64>,
     /// See `memory_used_mib`.
@@ -220,7 +221,7 @@ impl LiveView {
     /// What the class shares, for the page's words: `GPU` on a GPU, `CPU` on a server
     /// that runs the experiments on its CPU (so a button never promises a GPU it lacks).
     pub fn unit(&self) -> &'static str {
-        if self.backend == "cuda" { "GPU" } else { "CPU" }
+        self.backend.label()
     }
 }
 

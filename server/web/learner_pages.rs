@@ -36,13 +36,13 @@ pub struct AboutPage<'a> {
 pub fn card_rows(card: &DeviceCard) -> Vec<(&'static str, String)> {
     let mut rows = vec![(
         "Runs on",
-        if card.kind == "cuda" {
+        if card.kind.is_cuda() {
             "GPU (CUDA)".to_string()
         } else {
             "CPU (no GPU in use)".to_string()
         },
     )];
-    if card.kind == "cuda" {
+    if card.kind.is_cuda() {
         rows.push(("Name", card.name.clone()));
         if let Some(cc) = &card.compute_capability {
             rows.push(("Compute capability", cc.clone()));

@@ -56,7 +56,7 @@ pub struct Shared {
     pub experiment_limiter: Arc<StudentLimiter>,
     /// Per-student quiz and exam attempt rate limit.
     pub attempt_limiter: Arc<StudentLimiter>,
-    /// Script checks per student ([`crate::web::routes::lint::CHECKS_PER_MINUTE`]).
+    /// Script checks per student (`--script-checks-per-minute`).
     pub lint_limiter: Arc<StudentLimiter>,
     /// Writes per network address.
     pub write_limiter: Arc<AddressLimiter>,
@@ -150,9 +150,7 @@ impl AppState {
         Ok(Self(Arc::new(Shared {
             experiment_limiter: Arc::new(StudentLimiter::new(config.limits.experiments_per_minute)),
             attempt_limiter: Arc::new(StudentLimiter::new(config.limits.attempts_per_minute)),
-            lint_limiter: Arc::new(StudentLimiter::new(
-                crate::web::routes::lint::CHECKS_PER_MINUTE,
-            )),
+            lint_limiter: Arc::new(StudentLimiter::new(config.limits.script_checks_per_minute)),
             write_limiter: AddressLimiter::new(config.limits.writes_per_minute_per_address),
             login_guard: Arc::default(),
             resume_guard: Arc::new(LoginGuard::per_address()),

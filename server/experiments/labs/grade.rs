@@ -47,6 +47,16 @@ pub enum Verdict {
 }
 
 impl Verdict {
+    /// Its name as sent and stored: `pass`, `fail`, `inconclusive`, `not-graded`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Pass => "pass",
+            Self::Fail => "fail",
+            Self::Inconclusive => "inconclusive",
+            Self::NotGraded => "not-graded",
+        }
+    }
+
     /// The word a learner reads.
     pub fn word(self) -> &'static str {
         match self {

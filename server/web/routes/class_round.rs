@@ -151,7 +151,7 @@ pub async fn close(State(state): State<AppState>, caller: Caller) -> Result<Redi
 }
 
 /// `POST /instructor/round/run`: closes predictions and queues the experiment once;
-/// a task reveals the result when it is measured.
+/// the worker that measures it reveals the round.
 pub async fn run(State(state): State<AppState>, caller: Caller) -> Result<Redirect, AppError> {
     require(&state, &caller)?;
     class_round::run(&state).await?;

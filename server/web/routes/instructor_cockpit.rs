@@ -18,10 +18,10 @@ use crate::db::experiment_history;
 use crate::db::gradebook::{self, GradeCell};
 use crate::db::student_identity;
 use crate::web::error::AppError;
+use crate::web::extract::MAX_NAME_CHARS;
 use crate::web::gradebook_table::{Cell, Row};
 use crate::web::instructor_access::{Caller, require};
 use crate::web::instructor_pages::{GpuUseRow, LiveView, RecentRun, short_time};
-use crate::web::routes::me::MAX_NAME_CHARS;
 use crate::web::state::AppState;
 
 /// Finished experiments listed on the live view.
@@ -121,7 +121,7 @@ pub async fn live_view(state: &AppState) -> Result<LiveView, AppError> {
             .await
             .ok();
     let (used, total) = match &memory {
-        Some(m) if m.backend == "cuda" => (m.nvml_used_bytes, m.nvml_total_bytes),
+        Some(m) if m.backend.is_cuda() => (m.nvml_used_bytes, m.nvml_total_bytes),
         Some(m) => (
             m.host_total_bytes
                 .zip(m.host_available_bytes)
@@ -166,7 +166,7 @@ pub async fn live_view(state: &AppState) -> Result<LiveView, AppError> {
             }
         })
         .collect();
-    let taken_at = state.db.run(gradebook::clock_text).await?;
+    let taken_at = state.db.run(crate::db::clock::text_to_the_second).await?;
     Ok(LiveView {
         device: state.engine.card.name.clone(),
         backend: state.engine.card.kind,

@@ -111,7 +111,8 @@ pub async fn allocate(
         ))
         .into());
     }
-    super::health::refuse_new_work_unless_writable(&state, "New playground allocations").await?;
+    crate::web::guard::refuse_new_work_unless_writable(&state.db, "New playground allocations")
+        .await?;
     let bytes = (request.mib * (1 << 20) as f64).ceil() as u64;
     let address = peer.map(|Extension(ConnectInfo(p))| p.ip());
     let call = Call::Allocate {
@@ -140,7 +141,7 @@ pub async fn free(
     Path(name): Path<String>,
     RawQuery(query): RawQuery,
 ) -> Result<Json<serde_json::Value>, ApiError> {
-    let predicted = super::experiments::predict_query(query.as_deref())?;
+    let predicted = crate::web::extract::predict_query(query.as_deref())?;
     let reply = run_call(&state, &student.0, Call::Free { name: name.clone() }).await?;
     let mut body = changed(reply)?;
     let reserved = body["pool"]["reserved_bytes"].as_f64().unwrap_or(0.0);
