@@ -1,7 +1,7 @@
 //! GPU Lab: a browser course on how GPUs behave under model training, served by one binary.
 //!
-//! Data flows one way: **request → web → engine → experiment → device**, and results
-//! flow back as typed values. Nothing lower imports anything higher. A tour of the
+//! Data flows one way: **request → web → classroom → engine → experiment → device**,
+//! and results flow back as typed values. Nothing lower imports anything higher. A tour of the
 //! modules, in the order a request meets them:
 //!
 //! - [`config`]: everything `gpulab serve` can be told — flags, `GPULAB_*` environment
@@ -11,9 +11,17 @@
 //!   document, and the handlers (pages, quizzes, the learner's path — search, code
 //!   downloads, completion, the tuning labs' page —, instructor, the student's data, experiments, playground,
 //!   health and `/metrics`) around one shared `AppState`; who may use the instructor's
-//!   routes ([`web::instructor_access`]); a class round's state machine
-//!   ([`web::class_round`]); measurements for hardware-graded questions
-//!   ([`web::measurements`]).
+//!   routes ([`web::instructor_access`]); the per-address write budget
+//!   ([`web::guard`]). Handlers parse, call the class's domain and render.
+//! - [`classroom`]: the class's shared domain, with no HTTP in it, behind one handle
+//!   built at start-up ([`classroom::Classroom`]): a class round's state machine
+//!   ([`classroom::round`], revealed by the worker that measured it);
+//!   hardware-graded quiz questions against the class's own measurements
+//!   ([`classroom::measurements`]); the learners' calibration and the class's view per
+//!   question ([`classroom::calibration`]); the gradebook's read model and table
+//!   ([`classroom::gradebook`]); a playground prediction scored and stored
+//!   ([`classroom::predictions`]); the learner's path through the course
+//!   ([`classroom::learner_flow`]).
 //! - [`ratelimit`]: the per-student experiment rate (a keyed `governor` limiter).
 //! - [`metrics`]: the Prometheus registry; reads the engine at scrape time.
 //! - [`course`]: the course itself. Lessons are read from `content/` (embedded in the
@@ -83,6 +91,7 @@
 //!   reference against OpenBLAS, [`host::blas_reference`], when one was recorded here); number formatting
 //!   shared by terminal tables and lesson fallbacks.
 
+pub mod classroom;
 pub mod config;
 pub mod course;
 pub mod cpu;

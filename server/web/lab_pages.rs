@@ -6,8 +6,8 @@
 
 use askama::Template;
 
-use super::learner_flow::long_date;
 use super::page::Layout;
+use crate::classroom::learner_flow::long_date;
 use crate::course::Course;
 use crate::course::html::slugify;
 use crate::db::lab_attempts::LabRecord;

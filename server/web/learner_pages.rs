@@ -4,8 +4,8 @@
 
 use askama::Template;
 
-use super::learner_flow::DeviceStatus;
 use super::page::Layout;
+use crate::classroom::learner_flow::DeviceStatus;
 use crate::course::Lesson;
 use crate::course::search::Results;
 use crate::format::{gib, thousands};

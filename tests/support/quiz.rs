@@ -16,6 +16,7 @@ pub fn seed_measurements(state: &gpulab::web::state::AppState) {
     for quiz in &state.course.quizzes {
         for key in quiz.questions.iter().filter_map(|q| q.measured.as_ref()) {
             state
+                .classroom
                 .measurements
                 .record_for(key, &state.engine.limits, MEASURED_SEED)
                 .expect("the measurement is stored");

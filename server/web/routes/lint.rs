@@ -93,7 +93,7 @@ async fn measured_cost(state: &AppState, finding: &lint::Finding) -> Option<Stri
     if !state.device.gpu {
         return None;
     }
-    measured_sentence(rule, state.measurements.newest(quantity).await)
+    measured_sentence(rule, state.classroom.measurements.newest(quantity).await)
 }
 
 /// The sentence quoting `newest`, the latest measurement of `rule`'s cost, when an
