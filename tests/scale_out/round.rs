@@ -9,25 +9,37 @@ use serde_json::{Value, json};
 
 use super::{Worker, class_database, eventually, web_node_with};
 use crate::support::client::json;
-use crate::support::student;
+use crate::support::{BinaryServer, student};
+
+/// Two web nodes of the class on `url`, and an instructor signed in on the first.
+async fn two_nodes_and_an_instructor(url: &str) -> (BinaryServer, BinaryServer, reqwest::Client) {
+    let token = "a-long-enough-instructor-token-for-tests-0123456789";
+    let env = [("GPULAB_INSTRUCTOR_TOKEN", token)];
+    let (first, second) = (web_node_with(url, &env), web_node_with(url, &env));
+    let instructor = student();
+    let login = instructor
+        .post(format!("{}/instructor/login", first.base))
+        .form(&[("token", token)])
+        .send()
+        .await
+        .unwrap();
+    assert!(login.status().is_redirection());
+    (first, second, instructor)
+}
+
+/// The round as `learner` reads it through the node at `base` (`null` when none).
+async fn round_seen(learner: &reqwest::Client, base: &str) -> Value {
+    let body: Value = json(learner, &format!("{base}/api/round")).await;
+    body["round"].clone()
+}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_web_node_shows_the_same_class_round() {
     let Some((url, db, _scratch)) = class_database() else {
         return;
     };
-    let token = "a-long-enough-instructor-token-for-tests-0123456789";
-    let env = [("GPULAB_INSTRUCTOR_TOKEN", token)];
     let _worker = Worker::start(&url, "w1");
-    let (web1, web2) = (web_node_with(&url, &env), web_node_with(&url, &env));
-    let instructor = student();
-    let login = instructor
-        .post(format!("{}/instructor/login", web1.base))
-        .form(&[("token", token)])
-        .send()
-        .await
-        .unwrap();
-    assert!(login.status().is_redirection());
+    let (web1, web2, instructor) = two_nodes_and_an_instructor(&url).await;
     let opened = instructor
         .post(format!("{}/instructor/round/open", web1.base))
         .form(&[("experiment", "timing")])
@@ -39,10 +51,7 @@ async fn every_web_node_shows_the_same_class_round() {
     let learner = student();
     let round = |base: String| {
         let learner = learner.clone();
-        async move {
-            let body: Value = json(&learner, &format!("{base}/api/round")).await;
-            body["round"].clone()
-        }
+        async move { round_seen(&learner, &base).await }
     };
     let seen = round(web2.base.clone()).await;
     assert_eq!(
@@ -131,17 +140,8 @@ async fn a_round_outlives_the_web_node_that_ran_it_and_is_revealed_by_the_worker
     let Some((url, db, _scratch)) = class_database() else {
         return;
     };
-    let token = "a-long-enough-instructor-token-for-tests-0123456789";
-    let env = [("GPULAB_INSTRUCTOR_TOKEN", token)];
-    let (node_a, node_b) = (web_node_with(&url, &env), web_node_with(&url, &env));
-    let instructor = student();
-    let login = instructor
-        .post(format!("{}/instructor/login", node_a.base))
-        .form(&[("token", token)])
-        .send()
-        .await
-        .unwrap();
-    assert!(login.status().is_redirection());
+    let (node_a, node_b, instructor) = two_nodes_and_an_instructor(&url).await;
+    let learner = student();
     for (path, form) in [("open", vec![("experiment", "timing")]), ("run", vec![])] {
         let done = instructor
             .post(format!("{}/instructor/round/{path}", node_a.base))
@@ -151,11 +151,10 @@ async fn a_round_outlives_the_web_node_that_ran_it_and_is_revealed_by_the_worker
             .unwrap();
         assert!(done.status().is_redirection(), "{path}: {}", done.status());
         if path == "open" {
-            let learner = student();
-            let seen: Value = json(&learner, &format!("{}/api/round", node_b.base)).await;
+            let seen = round_seen(&learner, &node_b.base).await;
             let predicted = learner
                 .post(format!("{}/api/round/prediction", node_b.base))
-                .json(&json!({"round": seen["round"]["id"], "predicted": 4.0}))
+                .json(&json!({"round": seen["id"], "predicted": 4.0}))
                 .send()
                 .await
                 .unwrap();
@@ -179,20 +178,12 @@ async fn a_round_outlives_the_web_node_that_ran_it_and_is_revealed_by_the_worker
     node_a.kill_hard();
 
     let _worker = Worker::start(&url, "gpu-worker-1");
-    let learner = student();
-    let through_b = || {
-        let (learner, base) = (learner.clone(), node_b.base.clone());
-        async move {
-            let body: Value = json(&learner, &format!("{base}/api/round")).await;
-            body["round"].clone()
-        }
-    };
     let revealed = eventually(Duration::from_secs(60), || {
-        let next = through_b();
-        async move { next.await["status"] == "revealed" }
+        let (learner, base) = (learner.clone(), node_b.base.clone());
+        async move { round_seen(&learner, &base).await["status"] == "revealed" }
     })
     .await;
-    let shown = through_b().await;
+    let shown = round_seen(&learner, &node_b.base).await;
     assert!(revealed, "revealed with its web node dead: {shown}");
     assert!(
         shown["measured"].as_f64().is_some_and(|m| m > 0.0),
