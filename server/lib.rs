@@ -1,8 +1,8 @@
 //! GPU Lab: a browser course on how GPUs behave under model training, served by one binary.
 //!
 //! Data flows one way: **request → web → classroom → engine → experiment → device**,
-//! and results flow back as typed values. Nothing lower imports anything higher. A tour of the
-//! modules, in the order a request meets them:
+//! and results flow back as typed values. Nothing lower imports anything higher. A tour
+//! of the modules, in the order a request meets them:
 //!
 //! - [`config`]: everything `gpulab serve` can be told — flags, `GPULAB_*` environment
 //!   variables and defaults, each written once — and [`config::Limits`], every cap.
@@ -48,8 +48,9 @@
 //!   and consistent backups while the class runs. All SQL lives here.
 //! - [`engine`]: the workers that serve the experiment queue, each owning a backend (the
 //!   GPU, or the CPU when there is none), all running one loop
-//!   ([`engine::worker_loop`]) that claims a job, runs it under a lease and records it
-//!   in one transaction; what handlers read of the queue ([`engine::queue_view`]);
+//!   ([`engine::worker_loop`]) that claims a job, runs it under a lease and records its
+//!   typed outcome ([`engine::outcome`]) in one transaction, which also reveals the
+//!   class round the job ran; what handlers read of the queue ([`engine::queue_view`]);
 //!   provenance; `gpulab selftest`. The class's state is the
 //!   database's in both modes:
 //!   - **one box** (`gpulab serve`, SQLite by default): the workers are threads of the

@@ -299,6 +299,17 @@ mod tests {
     }
 
     #[test]
+    fn a_verdicts_stored_name_is_the_one_it_is_sent_as() {
+        use Verdict::*;
+        for verdict in [Pass, Fail, Inconclusive, NotGraded] {
+            assert_eq!(serde_json::to_value(verdict).unwrap(), verdict.name());
+        }
+        for id in crate::experiments::labs::ALL {
+            assert_eq!(serde_json::to_value(id).unwrap(), id.name());
+        }
+    }
+
+    #[test]
     fn verdicts_combine_worst_first() {
         use Verdict::*;
         assert_eq!(Verdict::all([Pass, NotGraded, Pass]), Pass);

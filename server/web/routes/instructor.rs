@@ -49,9 +49,8 @@ pub async fn gradebook(
     let lab_columns: Vec<(String, &str)> = crate::experiments::labs::ALL
         .iter()
         .map(|id| {
-            let name = serde_json::to_value(id).unwrap_or_default();
             (
-                crate::db::lab_attempts::column(name.as_str().unwrap_or("")),
+                crate::db::lab_attempts::column(id.name()),
                 crate::experiments::labs::lab(*id).title,
             )
         })
