@@ -13,7 +13,7 @@ use gpulab::experiments::{DynExperiment, REGISTRY, Rule, find};
 use serde_json::{Map, Value};
 
 /// What `gpulab bench` was asked.
-pub enum BenchCommand {
+pub(crate) enum BenchCommand {
     /// Every experiment at its defaults.
     All {
         /// One JSON document instead of tables.
@@ -152,7 +152,7 @@ impl Subcommand for BenchCommand {
 
 impl BenchCommand {
     /// Runs the command and prints its output.
-    pub fn run(self) -> ExitCode {
+    pub(crate) fn run(self) -> ExitCode {
         match self {
             Self::All { json: true } => {
                 let document = bench::run_all(|name| eprintln!("running {name} …"));

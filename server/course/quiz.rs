@@ -464,7 +464,7 @@ pub fn parse(quiz_id: &str, title: &str, file: &str, text: &str) -> Result<Quiz,
 pub(crate) mod fixture {
     use super::{Question, Quiz, parse};
 
-    pub const QUIZ: &str = r#"
+    pub(crate) const QUIZ: &str = r#"
 [[question]]
 id = "one"
 kind = "single"
@@ -500,11 +500,11 @@ unit = "GiB"
 explanation = "16e9 / 2^30."
 "#;
 
-    pub fn quiz() -> Quiz {
+    pub(crate) fn quiz() -> Quiz {
         parse("q", "Q", "quiz.toml", QUIZ).unwrap()
     }
 
-    pub fn index_of(q: &Question, text: &str) -> usize {
+    pub(crate) fn index_of(q: &Question, text: &str) -> usize {
         q.options().iter().position(|o| o == text).unwrap()
     }
 }
