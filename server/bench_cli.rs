@@ -13,7 +13,7 @@ use gpulab::experiments::{DynExperiment, REGISTRY, Rule, find};
 use serde_json::{Map, Value};
 
 /// What `gpulab bench` was asked.
-pub enum BenchCommand {
+pub(crate) enum BenchCommand {
     /// Every experiment at its defaults.
     All {
         /// One JSON document instead of tables.
@@ -152,7 +152,7 @@ impl Subcommand for BenchCommand {
 
 impl BenchCommand {
     /// Runs the command and prints its output.
-    pub fn run(self) -> ExitCode {
+    pub(crate) fn run(self) -> ExitCode {
         match self {
             Self::All { json: true } => {
                 let document = bench::run_all(|name| eprintln!("running {name} …"));
@@ -205,19 +205,22 @@ fn print_one(
     overrides: &Map<String, Value>,
     json: bool,
 ) -> ExitCode {
-    if card.kind == "cpu" && !json {
+    if !card.kind.is_cuda() && !json {
         eprintln!("{}", card.note);
     }
     match bench::run_one(backend, card, experiment, overrides) {
         Ok(ran) if json => {
             println!(
                 "{}",
-                serde_json::to_string_pretty(&ran.result).unwrap_or_default()
+                serde_json::to_string_pretty(&ran.outcome).unwrap_or_default()
             );
             ExitCode::SUCCESS
         }
         Ok(ran) => {
-            println!("on {} ({})", ran.provenance.device, ran.provenance.backend);
+            println!(
+                "on {} ({})",
+                ran.outcome.provenance.device, ran.outcome.provenance.backend
+            );
             print!("{}", ran.table);
             ExitCode::SUCCESS
         }

@@ -19,7 +19,7 @@ use gpulab::engine::worker_process;
 
 /// `gpulab worker`'s arguments.
 #[derive(Args)]
-pub struct WorkerArgs {
+pub(crate) struct WorkerArgs {
     /// The GPU this worker runs on (it sees only that one): the N-th entry of a
     /// `CUDA_VISIBLE_DEVICES` the scheduler set, else GPU N in PCI-bus order (as
     /// nvidia-smi numbers them); ignored without a GPU.
@@ -41,12 +41,12 @@ pub struct WorkerArgs {
 
 impl WorkerArgs {
     /// The GPU to select before anything loads the driver.
-    pub fn gpu(&self) -> u32 {
+    pub(crate) fn gpu(&self) -> u32 {
         self.gpu
     }
 
     /// Serves the class queue until SIGTERM or Ctrl-C (then finishes the job in hand).
-    pub fn run(self) -> anyhow::Result<()> {
+    pub(crate) fn run(self) -> anyhow::Result<()> {
         if !matches!(self.database, Location::Postgres(_)) {
             bail!(
                 "a worker serves the class queue in PostgreSQL: --database must be a postgres:// URL, not {}",
@@ -81,7 +81,7 @@ impl WorkerArgs {
 
 /// `gpulab db …`.
 #[derive(Subcommand)]
-pub enum DbCommand {
+pub(crate) enum DbCommand {
     /// Copy a SQLite gradebook (students, attempts, answers, predictions, history) into
     /// an empty PostgreSQL database, in one transaction; prints every table's count and
     /// a checksum of the attempts and answers on both sides, and fails if they differ.
@@ -146,7 +146,7 @@ pub enum DbCommand {
 
 impl DbCommand {
     /// Runs the command.
-    pub fn run(self) -> anyhow::Result<()> {
+    pub(crate) fn run(self) -> anyhow::Result<()> {
         match self {
             Self::Copy { from, to } => {
                 if !from.is_file() {

@@ -170,6 +170,10 @@ pub struct Limits {
     /// Quiz and exam attempts one student may submit per minute; more get 429.
     #[arg(long, env = "GPULAB_ATTEMPTS_PER_MINUTE", default_value_t = Limits::DEFAULT.attempts_per_minute, value_parser = clap::value_parser!(u32).range(1..))]
     pub attempts_per_minute: u32,
+    /// Training scripts one student may have the script doctor check per minute; more
+    /// get 429.
+    #[arg(long, env = "GPULAB_SCRIPT_CHECKS_PER_MINUTE", default_value_t = Limits::DEFAULT.script_checks_per_minute, value_parser = clap::value_parser!(u32).range(1..))]
+    pub script_checks_per_minute: u32,
     /// Writes (experiments, playground changes, quiz attempts) one network address may
     /// make per minute, all its students together. A whole class behind one NAT address
     /// shares it: raise it for such a class (about 30 per student).
@@ -204,6 +208,7 @@ impl Limits {
         pending_per_student: 2,
         pending_per_address: 8,
         attempts_per_minute: 20,
+        script_checks_per_minute: 30,
         writes_per_minute_per_address: 600,
         max_connections: 4096,
         header_timeout_secs: 15,

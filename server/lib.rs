@@ -1,8 +1,8 @@
 //! GPU Lab: a browser course on how GPUs behave under model training, served by one binary.
 //!
-//! Data flows one way: **request → web → engine → experiment → device**, and results
-//! flow back as typed values. Nothing lower imports anything higher. A tour of the
-//! modules, in the order a request meets them:
+//! Data flows one way: **request → web → classroom → engine → experiment → device**,
+//! and results flow back as typed values. Nothing lower imports anything higher. A tour
+//! of the modules, in the order a request meets them:
 //!
 //! - [`config`]: everything `gpulab serve` can be told — flags, `GPULAB_*` environment
 //!   variables and defaults, each written once — and [`config::Limits`], every cap.
@@ -11,9 +11,17 @@
 //!   document, and the handlers (pages, quizzes, the learner's path — search, code
 //!   downloads, completion, the tuning labs' page —, instructor, the student's data, experiments, playground,
 //!   health and `/metrics`) around one shared `AppState`; who may use the instructor's
-//!   routes ([`web::instructor_access`]); a class round's state machine
-//!   ([`web::class_round`]); measurements for hardware-graded questions
-//!   ([`web::measurements`]).
+//!   routes ([`web::instructor_access`]); the per-address write budget
+//!   ([`web::guard`]). Handlers parse, call the class's domain and render.
+//! - [`classroom`]: the class's shared domain, with no HTTP in it, behind one handle
+//!   built at start-up ([`classroom::Classroom`]): a class round's state machine
+//!   ([`classroom::round`], revealed by the worker that measured it);
+//!   hardware-graded quiz questions against the class's own measurements
+//!   ([`classroom::measurements`]); the learners' calibration and the class's view per
+//!   question ([`classroom::calibration`]); the gradebook's read model and table
+//!   ([`classroom::gradebook`]); a playground prediction scored and stored
+//!   ([`classroom::predictions`]); the learner's path through the course
+//!   ([`classroom::learner_flow`]).
 //! - [`ratelimit`]: the per-student rates (a keyed `governor` limiter); experiments'
 //!   binds only while other students' experiments wait ([`db::fair_share`]).
 //! - [`metrics`]: the Prometheus registry; reads the engine at scrape time.
@@ -42,8 +50,9 @@
 //!   and consistent backups while the class runs. All SQL lives here.
 //! - [`engine`]: the workers that serve the experiment queue, each owning a backend (the
 //!   GPU, or the CPU when there is none), all running one loop
-//!   ([`engine::worker_loop`]) that claims a job, runs it under a lease and records it
-//!   in one transaction; what handlers read of the queue ([`engine::queue_view`]);
+//!   ([`engine::worker_loop`]) that claims a job, runs it under a lease and records its
+//!   typed outcome ([`engine::outcome`]) in one transaction, which also reveals the
+//!   class round the job ran; what handlers read of the queue ([`engine::queue_view`]);
 //!   provenance; `gpulab selftest`. The class's state is the
 //!   database's in both modes:
 //!   - **one box** (`gpulab serve`, SQLite by default): the workers are threads of the
@@ -85,6 +94,7 @@
 //!   reference against OpenBLAS, [`host::blas_reference`], when one was recorded here); number formatting
 //!   shared by terminal tables and lesson fallbacks.
 
+pub mod classroom;
 pub mod config;
 pub mod course;
 pub mod cpu;

@@ -16,7 +16,7 @@ use gpulab::lint::{self, Selection, config, sarif, source};
 
 /// Arguments of `gpulab lint`.
 #[derive(Args)]
-pub struct LintArgs {
+pub(crate) struct LintArgs {
     /// Python training scripts to check (they are read, never run).
     #[arg(required = true, value_name = "FILE")]
     files: Vec<PathBuf>,
@@ -60,7 +60,7 @@ struct FileReport {
 
 impl LintArgs {
     /// Checks every file, prints the report and says how it went.
-    pub fn run(self) -> ExitCode {
+    pub(crate) fn run(self) -> ExitCode {
         let selection = match self.selection() {
             Ok(selection) => selection,
             Err(message) => {

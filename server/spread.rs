@@ -1,4 +1,4 @@
-//! The spread statistics behind every [`crate::measure::Summary`]: quartiles (so panels
+//! The spread statistics behind every `measure::Summary`: quartiles (so panels
 //! can draw the interquartile range beside the median), Tukey's outlier fences (so a
 //! sweep's summary can say a point had stray samples) and the stopping rule of the
 //! adaptive timing loop (a point is "settled" once its IQR is a small share of its

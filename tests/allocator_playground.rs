@@ -265,3 +265,53 @@ async fn the_snapshot_is_a_pickle_memory_viz_reads() {
         assert!(stdout.contains("memory_viz ok"), "{stdout}");
     }
 }
+
+#[tokio::test]
+async fn a_prediction_before_a_del_is_scored_against_the_pool_and_stored() {
+    let app = spawn_tuned(|config| config.limits.playground_mib_per_student = 64).await;
+    let student = crate::support::student();
+    let url = |p: &str| format!("{}{p}", app.base);
+    for (name, mib) in [("b", 4.0), ("c", 10.0)] {
+        send_json(
+            student
+                .post(url("/api/playground/tensors"))
+                .json(&json!({"name": name, "mib": mib})),
+        )
+        .await;
+    }
+    // Freeing c leaves 4 MiB allocated of a 20 MiB segment: 16 MiB reserved but
+    // unallocated; the learner predicted 8.
+    let v = send_json(student.delete(url("/api/playground/tensors/c?predict=8"))).await;
+    assert_eq!(
+        figures(&v),
+        (8, 40),
+        "the playground's own answer is kept: {v}"
+    );
+    assert_eq!(
+        v["measured"]["quantity"],
+        "playground.unallocated_after_free"
+    );
+    assert_eq!(v["measured"]["value"], 16.0, "{v}");
+    assert_eq!(v["measured"]["unit"], "MiB");
+    assert_eq!(v["prediction"]["predicted"], 8.0);
+    assert_eq!(v["prediction"]["factor"], 2.0, "{v}");
+    assert_eq!(v["prediction"]["direction"], "low");
+    let progress = send_json(student.get(url("/api/me/progress"))).await;
+    let stored = progress["predictions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["quantity"] == "playground.unallocated_after_free")
+        .cloned();
+    assert!(
+        stored.is_some_and(|p| p["predicted"] == 8.0 && p["measured"] == 16.0),
+        "stored before the answer: {progress}"
+    );
+    let plain = send_json(
+        student
+            .post(url("/api/playground/tensors"))
+            .json(&json!({"name": "e", "mib": 1.0})),
+    )
+    .await;
+    assert!(plain.get("prediction").is_none(), "no prediction, no score");
+}

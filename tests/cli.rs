@@ -187,7 +187,7 @@ fn request_lines_are_logged_only_when_the_filter_asks_for_them() {
 #[cfg(unix)]
 mod raw_http {
     /// A tiny blocking GET over a std TCP stream, so this test needs no async runtime.
-    pub fn get_home(address: &str) -> String {
+    pub(super) fn get_home(address: &str) -> String {
         use std::io::{Read, Write};
         let mut stream = std::net::TcpStream::connect(address).unwrap();
         write!(

@@ -53,7 +53,7 @@ async fn a_transfer_job_runs_and_reports_bandwidth_with_provenance() {
     assert_eq!(
         points.len(),
         gpulab::experiments::transfer::sizes(1 << 20).len()
-            * if app.state.engine.card.kind == "cuda" {
+            * if app.state.engine.card.kind.is_cuda() {
                 4
             } else {
                 1
@@ -64,7 +64,10 @@ async fn a_transfer_job_runs_and_reports_bandwidth_with_provenance() {
         assert!(g["median"].as_f64().unwrap() > 0.0, "{p}");
         assert!(g["min"].as_f64().unwrap() <= g["median"].as_f64().unwrap());
     }
-    assert_eq!(result["provenance"]["backend"], app.state.engine.card.kind);
+    assert_eq!(
+        result["provenance"]["backend"],
+        app.state.engine.card.kind.name()
+    );
     assert!(
         result["provenance"]["method"]
             .as_str()
@@ -423,6 +426,6 @@ async fn the_allocator_playground_moves_three_bars_and_fails_like_pytorch() {
     assert_eq!(v["pool"]["reserved_bytes"], 0);
 
     let snap: Value = app.get("/api/memory").await.json().await.unwrap();
-    assert_eq!(snap["backend"], app.state.engine.card.kind);
+    assert_eq!(snap["backend"], app.state.engine.card.kind.name());
     assert!(snap["host_total_bytes"].as_u64().unwrap() > 0);
 }

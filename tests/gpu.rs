@@ -37,7 +37,7 @@ fn later() -> Deadline {
 #[test]
 fn gpu_transfers_are_real_and_pinned_beats_pageable_at_large_sizes() {
     let Some(mut gpu) = gpu() else { return };
-    assert_eq!(gpu.card().kind, "cuda");
+    assert_eq!(gpu.card().kind, gpulab::gpu::DeviceKind::Cuda);
     let result = Transfer::run_gpu(
         &mut gpu,
         &TransferParams {
@@ -288,7 +288,7 @@ fn gpu_preflight_finds_the_batch_in_host_memory() {
 fn every_selftest_check_passes_on_the_gpu() {
     let Some(_) = gpu() else { return };
     let report = gpulab::engine::selftest::run();
-    assert_eq!(report.backend, "cuda");
+    assert_eq!(report.backend, gpulab::gpu::DeviceKind::Cuda);
     assert_eq!(report.failed(), 0, "{}", report.render());
 }
 

@@ -1,8 +1,10 @@
 //! The shape of the code, checked over its source: no module imports another that
 //! imports it back (directly or round a longer loop), and SQL is written only under
 //! `server/db/`. A module here is a file (`server/web/state.rs` is `web::state`); its
-//! references are its `use` lines (not its tests'). A module and its own ancestors may refer to each other:
-//! that is Rust's nesting, not a loop between layers.
+//! references are its `use` lines and every `crate::`, `super::` and `self::` path in its
+//! code (not its comments, so not its rustdoc links, and not its tests'). A module and its
+//! own ancestors may refer to each other: that is Rust's nesting, not a loop between
+//! layers.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -79,7 +81,34 @@ fn expand(tree: &str) -> Vec<String> {
         .collect()
 }
 
-/// The paths a file's `use` lines name.
+/// The `crate::`, `super::` and `self::` paths written in a line of code outside a `use`
+/// line (`crate::db::rounds::open(tx)` → `crate::db::rounds::open`).
+fn inline_paths(line: &str) -> Vec<String> {
+    let mut paths = Vec::new();
+    let bytes = line.as_bytes();
+    let is_word = |b: u8| b.is_ascii_alphanumeric() || b == b'_';
+    let mut at = 0;
+    while at < line.len() {
+        let rest = &line[at..];
+        let starts = ["crate::", "super::", "self::"]
+            .iter()
+            .any(|s| rest.starts_with(s));
+        if starts && (at == 0 || !is_word(bytes[at - 1]) && bytes[at - 1] != b':') {
+            let mut end = at;
+            while end < line.len() && (is_word(bytes[end]) || line[end..].starts_with("::")) {
+                end += if bytes[end] == b':' { 2 } else { 1 };
+            }
+            paths.push(line[at..end].to_string());
+            at = end;
+        } else {
+            at += rest.chars().next().map_or(1, char::len_utf8);
+        }
+    }
+    paths
+}
+
+/// The paths a file's code names: its `use` lines, and every `crate::`, `super::` and
+/// `self::` path written elsewhere in it (a call by full path is an import too).
 fn paths_in(code: &str) -> Vec<String> {
     let mut paths = Vec::new();
     let mut lines = code.lines();
@@ -89,6 +118,7 @@ fn paths_in(code: &str) -> Vec<String> {
             .iter()
             .find_map(|start| line.strip_prefix(start))
         else {
+            paths.extend(inline_paths(line));
             continue;
         };
         let mut statement = tree.to_string();
@@ -128,6 +158,24 @@ fn resolve(module: &[String], path: &str, modules: &BTreeSet<Vec<String>>) -> Op
     Some(at)
 }
 
+/// The import graph of `sources` (each module with its file's text).
+fn graph_of(sources: &[(Vec<String>, String)]) -> BTreeMap<Vec<String>, BTreeSet<Vec<String>>> {
+    let modules: BTreeSet<Vec<String>> = sources.iter().map(|(m, _)| m.clone()).collect();
+    let mut edges: BTreeMap<Vec<String>, BTreeSet<Vec<String>>> = BTreeMap::new();
+    for (module, text) in sources {
+        for path in paths_in(&code_of(text)) {
+            let Some(target) = resolve(module, &path, &modules) else {
+                continue;
+            };
+            let nested = target.starts_with(module) || module.starts_with(&target);
+            if !nested {
+                edges.entry(module.clone()).or_default().insert(target);
+            }
+        }
+    }
+    edges
+}
+
 fn graph() -> BTreeMap<Vec<String>, BTreeSet<Vec<String>>> {
     let mut files = Vec::new();
     rust_files(&server(), &mut files);
@@ -135,22 +183,11 @@ fn graph() -> BTreeMap<Vec<String>, BTreeSet<Vec<String>>> {
         let name = f.file_name().unwrap().to_string_lossy();
         !name.ends_with("_tests.rs") && name != "tests.rs"
     });
-    let modules: BTreeSet<Vec<String>> = files.iter().map(|f| module_of(f)).collect();
-    let mut edges: BTreeMap<Vec<String>, BTreeSet<Vec<String>>> = BTreeMap::new();
-    for file in &files {
-        let module = module_of(file);
-        let code = code_of(&std::fs::read_to_string(file).unwrap());
-        for path in paths_in(&code) {
-            let Some(target) = resolve(&module, &path, &modules) else {
-                continue;
-            };
-            let nested = target.starts_with(&module) || module.starts_with(&target);
-            if !nested {
-                edges.entry(module.clone()).or_default().insert(target);
-            }
-        }
-    }
-    edges
+    let sources: Vec<(Vec<String>, String)> = files
+        .iter()
+        .map(|f| (module_of(f), std::fs::read_to_string(f).unwrap()))
+        .collect();
+    graph_of(&sources)
 }
 
 /// The strongly connected components of more than one module (Tarjan's algorithm).
@@ -240,6 +277,38 @@ fn the_checker_finds_a_loop_where_there_is_one() {
             "crate::db::jobs::NewJob",
             "crate::db::Db"
         ]
+    );
+}
+
+#[test]
+fn a_loop_closed_by_a_call_by_full_path_is_found_and_doc_links_are_not_imports() {
+    let m = |s: &str| s.split("::").map(String::from).collect::<Vec<_>>();
+    let source = |module: &str, text: &str| (m(module), text.to_string());
+    let sources = [
+        source("web", "pub mod state;"),
+        source("db", "pub mod rounds;"),
+        source("web::state", "use crate::db::rounds::Round;\n"),
+        // No `use`: a path in the code closes the loop.
+        source(
+            "db::rounds",
+            "pub fn open() {\n    let limit = crate::web::state::LIMIT;\n}\n",
+        ),
+    ];
+    assert_eq!(
+        loops(&graph_of(&sources)),
+        vec![vec!["db::rounds", "web::state"]]
+    );
+    let documented = [
+        source("web::state", "use crate::db::rounds::Round;\n"),
+        source(
+            "db::rounds",
+            "//! Shown by [`crate::web::state`].\n/// See [`super::super::web::state`].\nfn f() {}\n",
+        ),
+    ];
+    assert!(loops(&graph_of(&documented)).is_empty());
+    assert_eq!(
+        inline_paths("x = super::jobs::now(tx.dialect()) + self::a::B; crate::c::d();"),
+        ["super::jobs::now", "self::a::B", "crate::c::d"]
     );
 }
 

@@ -196,7 +196,7 @@ async fn the_api_answers_findings_with_links_and_clear_errors() {
 async fn checks_are_rate_limited_per_student() {
     let app = support::spawn().await;
     let url = format!("{}/api/lint", app.base);
-    let limit = gpulab::web::routes::lint::CHECKS_PER_MINUTE;
+    let limit = gpulab::config::Limits::DEFAULT.script_checks_per_minute;
     // The limiter refills one check every 60/limit s, so on a slow, busy machine a
     // check may come back between the burst's requests: send until the first 429 and
     // allow exactly the refills the elapsed time explains.

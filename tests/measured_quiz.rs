@@ -142,6 +142,7 @@ async fn the_streams_and_logging_questions_take_the_servers_value_with_their_par
         assert_eq!(graded(&body, id)["correct"], false);
         // A run with the question's parameters replaces it; other parameters do not.
         app.state
+            .classroom
             .measurements
             .record(&key.quantity, "{\"other\":1}", 1000.0)
             .unwrap();

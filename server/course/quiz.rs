@@ -116,15 +116,8 @@ pub fn passed(correct: usize, total: usize) -> bool {
     total > 0 && correct * 100 > total * PASS_MARK_PERCENT as usize
 }
 
-/// `correct` out of `total` in percent, rounded half up to one decimal (22 of 24 is
-/// 91.7). Whole tenths are computed in integers, so 3 of 4 is exactly 75.0.
-pub fn percent(correct: usize, total: usize) -> f64 {
-    if total == 0 {
-        return 0.0;
-    }
-    let tenths = (correct * 2000 + total) / (2 * total);
-    tenths as f64 / 10.0
-}
+/// The one rounding rule for a score in percent (here for the quiz pages).
+pub use crate::format::percent;
 
 impl Question {
     /// Options for choice questions; empty for numeric.
@@ -471,7 +464,7 @@ pub fn parse(quiz_id: &str, title: &str, file: &str, text: &str) -> Result<Quiz,
 pub(crate) mod fixture {
     use super::{Question, Quiz, parse};
 
-    pub const QUIZ: &str = r#"
+    pub(crate) const QUIZ: &str = r#"
 [[question]]
 id = "one"
 kind = "single"
@@ -507,11 +500,11 @@ unit = "GiB"
 explanation = "16e9 / 2^30."
 "#;
 
-    pub fn quiz() -> Quiz {
+    pub(crate) fn quiz() -> Quiz {
         parse("q", "Q", "quiz.toml", QUIZ).unwrap()
     }
 
-    pub fn index_of(q: &Question, text: &str) -> usize {
+    pub(crate) fn index_of(q: &Question, text: &str) -> usize {
         q.options().iter().position(|o| o == text).unwrap()
     }
 }
@@ -578,19 +571,6 @@ mod tests {
         }
         assert!(q.validate(&Answer::Number(f64::NAN)).is_err());
         assert!(q.validate(&Answer::Number(f64::INFINITY)).is_err());
-    }
-
-    #[test]
-    fn percentages_round_half_up_to_one_decimal() {
-        assert_eq!(percent(22, 24), 91.7);
-        assert_eq!(percent(2, 3), 66.7);
-        assert_eq!(percent(1, 3), 33.3);
-        assert_eq!(percent(3, 4), 75.0);
-        assert_eq!(percent(1, 8), 12.5);
-        assert_eq!(percent(1, 16), 6.3);
-        assert_eq!(percent(0, 5), 0.0);
-        assert_eq!(percent(5, 5), 100.0);
-        assert_eq!(percent(0, 0), 0.0);
     }
 
     #[test]

@@ -143,7 +143,12 @@ mod tests {
                 crate::db::lab_attempts::record(
                     tx,
                     "dee",
-                    &serde_json::json!({"lab": "stop-waiting", "verdict": "pass", "score_percent": 100.0}),
+                    &crate::db::lab_attempts::LabAttempt {
+                        lab: "stop-waiting",
+                        verdict: "pass",
+                        score_percent: 100.0,
+                        summary: Default::default(),
+                    },
                     "cpu",
                 )?;
                 tx.execute(

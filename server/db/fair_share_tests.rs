@@ -15,6 +15,7 @@ fn queue(db: &Db, owner: &str, address: Option<&str>, limits: &Limits) -> Result
         experiment: "timing",
         params: "{}".into(),
         prediction: None,
+        round: None,
     };
     db.run_blocking(|tx| jobs::submit(tx, owner, address, &job, limits))
         .unwrap()

@@ -35,28 +35,35 @@ pub struct GradeCell {
 /// Every student's best result per attempted quiz, by student (display name, students
 /// without one last, then id) then quiz.
 pub fn grades(tx: &mut Tx) -> Result<Vec<GradeCell>, DbError> {
+    // The best attempt's own `correct` and `total` (ranked by their exact ratio; equal
+    // ratios round alike), rounded here by the one rule, not re-derived in SQL.
     let mut cells = tx
         .query(
-            "SELECT a.student_id, s.display_name, a.quiz_id,
-                    MAX((a.correct * 2000 + a.total) / (2 * a.total)), COUNT(*), MAX(a.passed),
-                    MIN(a.submitted_at), MAX(a.submitted_at)
-             FROM attempts a JOIN students s ON s.id = a.student_id
-             GROUP BY a.student_id, s.display_name, a.quiz_id",
+            "SELECT b.student_id, s.display_name, b.quiz_id, b.correct, b.total, b.attempts,
+                    b.passed, b.first_at, b.last_at
+             FROM (SELECT student_id, quiz_id, correct, total,
+                          ROW_NUMBER() OVER (PARTITION BY student_id, quiz_id
+                              ORDER BY CASE WHEN total > 0 THEN correct * 1.0 / total ELSE 0 END DESC) AS best_first,
+                          COUNT(*) OVER (PARTITION BY student_id, quiz_id) AS attempts,
+                          MAX(passed) OVER (PARTITION BY student_id, quiz_id) AS passed,
+                          MIN(submitted_at) OVER (PARTITION BY student_id, quiz_id) AS first_at,
+                          MAX(submitted_at) OVER (PARTITION BY student_id, quiz_id) AS last_at
+                   FROM attempts) b
+             JOIN students s ON s.id = b.student_id
+             WHERE b.best_first = 1",
             crate::params![],
         )?
         .iter()
         .map(|r| {
-            // Tenths of a percent, rounded half up like every other score.
-            let permille: u32 = r.get(3)?;
             Ok(GradeCell {
                 student_id: r.get(0)?,
                 display_name: r.get(1)?,
                 quiz_id: r.get(2)?,
-                best_percent: percent(permille, 1000),
-                attempts: r.get(4)?,
-                passed: r.get(5)?,
-                first_attempt_at: r.get(6)?,
-                last_attempt_at: r.get(7)?,
+                best_percent: percent(r.get(3)?, r.get(4)?),
+                attempts: r.get(5)?,
+                passed: r.get(6)?,
+                first_attempt_at: r.get(7)?,
+                last_attempt_at: r.get(8)?,
             })
         })
         .collect::<Result<Vec<_>, DbError>>()?;
@@ -115,16 +122,6 @@ pub fn student_by_pseudonym(tx: &mut Tx, pseudonym: &str) -> Result<Option<Strin
     Ok(None)
 }
 
-/// The database's clock to the second, as the pages show it (`2026-11-27T01:02:03Z`).
-pub fn clock_text(tx: &mut Tx) -> Result<String, DbError> {
-    let now = super::migrations::now(tx);
-    tx.query_row(
-        &format!("SELECT substr({now}, 1, 19) || 'Z'"),
-        crate::params![],
-    )?
-    .get(0)
-}
-
 /// The name the instructor sees for a student without a display name, and the id in
 /// exports: `s-` and 16 hex digits of HMAC-SHA256(key, id). Stable for this database,
 /// and useless for acting as the student.
@@ -168,16 +165,20 @@ mod pseudonym_tests {
                 for (student, name) in [("b", None), ("a", Some("Zoe")), ("c", Some("Amy"))] {
                     crate::db::progress::set_display_name(tx, student, name)?;
                 }
-                for (student, quiz, correct, passed) in [
-                    ("b", "q1", 1, false),
-                    ("b", "q1", 3, true),
-                    ("a", "q2", 2, false),
-                    ("c", "q1", 0, false),
+                // The best is the best ratio (2 of 3 is below 3 of 4), rounded half up
+                // by the one rule (22 of 24 is 91.7).
+                for (student, quiz, correct, total, passed) in [
+                    ("b", "q1", 1, 4, false),
+                    ("b", "q1", 3, 4, true),
+                    ("b", "q1", 2, 3, false),
+                    ("a", "q2", 2, 4, false),
+                    ("a", "q2", 22, 24, true),
+                    ("c", "q1", 0, 4, false),
                 ] {
                     tx.execute(
                         "INSERT INTO attempts (student_id, quiz_id, correct, total, passed)
-                         VALUES (?1, ?2, ?3, 4, ?4)",
-                        crate::params![student, quiz, correct, passed],
+                         VALUES (?1, ?2, ?3, ?4, ?5)",
+                        crate::params![student, quiz, correct, total, passed],
                     )?;
                 }
                 Ok(())
@@ -200,8 +201,8 @@ mod pseudonym_tests {
                 seen,
                 vec![
                     ("c", "q1", 0.0, 1, false),
-                    ("a", "q2", 50.0, 1, false),
-                    ("b", "q1", 75.0, 2, true),
+                    ("a", "q2", 91.7, 2, true),
+                    ("b", "q1", 75.0, 3, true),
                 ],
                 "{engine}"
             );

@@ -2,7 +2,7 @@
 //! knows them (and a one-box server the same way). Only a session's SHA-256 is stored:
 //! reading the table signs no one in. A sign-in lasts [`SESSION_SECS`].
 
-use super::jobs::now;
+use super::clock::epoch_now as now;
 use super::{DbError, Tx};
 use crate::params;
 

@@ -4,28 +4,23 @@
 //! lease renewed while the job runs, reaping the jobs of a worker that stopped renewing
 //! (put back once, failed the second time), and [`complete`]: the one place a finished
 //! run is recorded — the job's result and measured value, the run history, the latest
-//! measurement of its quantity, the scored prediction and a tuning lab's attempt — in one transaction, and only if this worker still holds the
-//! job, so a worker that lost its lease cannot overwrite the retry's result.
+//! measurement of its quantity, the scored prediction, a tuning lab's attempt and the
+//! reveal of the class round the job ran — in one transaction, and only if this worker
+//! still holds the job, so a worker that lost its lease cannot overwrite the retry's
+//! result. A round is revealed by the worker that measured it, with its device, however
+//! many web nodes come and go meanwhile (pg-boss's "on complete", in SQL).
 
 use std::time::Duration;
 
+use super::clock::epoch_now as now;
 use super::experiment_history::{self, ExperimentRun};
-use super::jobs::{KEEP_FINISHED_SECS, now};
-use super::lab_attempts;
+use super::jobs::{KEEP_FINISHED_SECS, LIVE_SECS};
+use super::lab_attempts::{self, LabAttempt};
 use super::measurements;
 use super::predictions::{self, PredictionRow};
+use super::rounds;
 use super::{DbError, Dialect, Tx};
 use crate::params;
-
-/// The experiment whose runs are also lab attempts ([`lab_attempts`]).
-const LAB_EXPERIMENT: &str = "lab";
-
-/// The PostgreSQL channel a submission is announced on (workers `LISTEN`).
-pub const CHANNEL: &str = "gpulab_jobs";
-
-/// A worker seen within this many seconds is alive (it heartbeats at least twice a
-/// second when idle, and with every lease renewal while running).
-pub const LIVE_SECS: f64 = 3.0;
 
 /// A claimed job.
 #[derive(Debug, Clone)]
@@ -40,6 +35,8 @@ pub struct Claimed {
     pub params: String,
     /// The learner's prediction, if any.
     pub prediction: Option<f64>,
+    /// The class round it runs, if any (revealed when it completes).
+    pub round: Option<i64>,
 }
 
 /// The value a run measured, with its unit.
@@ -60,6 +57,8 @@ pub struct FinishedRun {
     pub result: Result<serde_json::Value, String>,
     /// The value the run measured, if it measured one.
     pub measured: Option<MeasuredValue>,
+    /// The tuning-lab attempt the run graded, if it was a lab's.
+    pub lab: Option<LabAttempt>,
     /// `cuda` or `cpu`.
     pub backend: String,
     /// The device's name.
@@ -116,7 +115,8 @@ pub fn newest_card(tx: &mut Tx) -> Result<Option<String>, DbError> {
 }
 
 /// Puts back (once) or fails the jobs whose worker stopped renewing; deletes finished
-/// jobs older than a day. How many were put back or failed.
+/// jobs older than a day; fails the class rounds whose job failed so or is gone. How
+/// many jobs were put back or failed.
 pub fn reap(tx: &mut Tx) -> Result<usize, DbError> {
     let now = now(tx.dialect());
     let expired = tx.execute(
@@ -136,6 +136,7 @@ pub fn reap(tx: &mut Tx) -> Result<usize, DbError> {
         ),
         params![KEEP_FINISHED_SECS],
     )?;
+    rounds::fail_abandoned(tx)?;
     Ok(expired)
 }
 
@@ -153,7 +154,7 @@ pub fn claim(tx: &mut Tx, name: &str, lease: Duration) -> Result<Option<Claimed>
                     lease_until = {now} + ?2, tries = tries + 1
              WHERE id = (SELECT id FROM jobs WHERE status = 'queued'
                          ORDER BY turn, submitted_at, id LIMIT 1 {skip_locked})
-             RETURNING id, owner, experiment, params, prediction"
+             RETURNING id, owner, experiment, params, prediction, round_id"
         ),
         params![name, lease.as_secs_f64()],
     )?;
@@ -164,6 +165,7 @@ pub fn claim(tx: &mut Tx, name: &str, lease: Duration) -> Result<Option<Claimed>
             experiment: r.get(2)?,
             params: r.get(3)?,
             prediction: r.get(4)?,
+            round: r.get(5)?,
         })
     })
     .transpose()
@@ -187,8 +189,8 @@ pub fn renew(tx: &mut Tx, id: u64, name: &str, lease: Duration) -> Result<bool, 
     Ok(held == 1)
 }
 
-/// Records how `job` ended — its result, its run in the history and its scored
-/// prediction — in this one transaction, if worker `name` still holds it; false (and
+/// Records how `job` ended — its result, its run in the history, its scored prediction
+/// and, for a class round's job, the round's reveal (or failure) — in this one transaction, if worker `name` still holds it; false (and
 /// nothing written) when it does not (its lease expired and the job went back).
 pub fn complete(
     tx: &mut Tx,
@@ -221,10 +223,32 @@ pub fn complete(
     if let Some(row) = &prediction {
         predictions::record(tx, row)?;
     }
-    if let (LAB_EXPERIMENT, Ok(result)) = (job.experiment.as_str(), &run.result) {
-        lab_attempts::record(tx, &job.owner, result, &run.backend)?;
+    if let (Some(attempt), Ok(_)) = (&run.lab, &run.result) {
+        lab_attempts::record(tx, &job.owner, attempt, &run.backend)?;
+    }
+    if let Some(round) = job.round {
+        match (&run.result, measured) {
+            (Ok(_), Some(m)) => {
+                let taken = rounds::Taken {
+                    value: m.value,
+                    unit: &m.unit,
+                    backend: &run.backend,
+                    device: &run.device,
+                };
+                rounds::reveal(tx, round, &taken)?;
+            }
+            (Ok(_), None) => rounds::fail(tx, round, "the run measured nothing to compare with")?,
+            (Err(error), _) => rounds::fail(tx, round, error)?,
+        }
     }
     Ok(true)
+}
+
+/// Whether completing `job` with `run` writes a learner's own record (a scored
+/// prediction, a lab attempt, a class round's reveal), which must reach the disk before
+/// the result is readable, rather than only queue state.
+pub fn keeps_learner_records(job: &Claimed, run: &FinishedRun) -> bool {
+    job.prediction.is_some() || job.round.is_some() || run.lab.is_some()
 }
 
 /// The rows the run history and the predictions table keep of one finished run.
@@ -256,3 +280,7 @@ fn rows(job: &Claimed, run: &FinishedRun) -> (ExperimentRun, Option<PredictionRo
     };
     (history, prediction)
 }
+
+#[cfg(test)]
+#[path = "job_claims_tests.rs"]
+mod tests;

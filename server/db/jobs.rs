@@ -20,6 +20,7 @@ use std::net::IpAddr;
 use serde::Serialize;
 
 use super::fair_share::{self, Cap, Waiting};
+use super::clock::epoch_now as now;
 use super::{DbError, Dialect, Tx};
 use crate::config::Limits;
 use crate::params;
@@ -27,13 +28,12 @@ use crate::params;
 /// Finished jobs older than this are deleted (seconds).
 pub const KEEP_FINISHED_SECS: f64 = 24.0 * 3600.0;
 
-/// The database's clock in seconds since the epoch, as an SQL expression.
-pub fn now(dialect: Dialect) -> &'static str {
-    match dialect {
-        Dialect::Postgres => "CAST(EXTRACT(EPOCH FROM clock_timestamp()) AS DOUBLE PRECISION)",
-        Dialect::Sqlite => "((julianday('now') - 2440587.5) * 86400.0)",
-    }
-}
+/// The PostgreSQL channel a submission is announced on (workers `LISTEN`).
+pub const CHANNEL: &str = "gpulab_jobs";
+
+/// A worker seen within this many seconds is alive (it heartbeats at least twice a
+/// second when idle, and with every lease renewal while running).
+pub const LIVE_SECS: f64 = 3.0;
 
 /// Where a job stands.
 #[derive(Debug, Clone, Serialize, PartialEq)]
@@ -135,6 +135,9 @@ pub struct NewJob<'a> {
     pub params: String,
     /// The learner's prediction, if any.
     pub prediction: Option<f64>,
+    /// The class round this job runs, if any: the worker that completes it reveals the
+    /// round in the same transaction ([`super::rounds::reveal`]).
+    pub round: Option<i64>,
 }
 
 /// A random job id below 2⁵³, so JavaScript reads it exactly.
@@ -195,17 +198,17 @@ pub fn submit(
     let submitted: f64 = tx
         .query_row(
             &format!(
-                "INSERT INTO jobs (id, owner, address, experiment, params, prediction, turn, status, submitted_at)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, 'queued', {greatest}({now}, COALESCE(
+                "INSERT INTO jobs (id, owner, address, experiment, params, prediction, turn, round_id, status, submitted_at)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, 'queued', {greatest}({now}, COALESCE(
                      (SELECT MAX(submitted_at) + 1e-6 FROM jobs WHERE status = 'queued' AND turn = ?7), 0)))
                  RETURNING submitted_at"
             ),
-            params![id, owner, address, job.experiment, job.params, job.prediction, turn],
+            params![id, owner, address, job.experiment, job.params, job.prediction, turn, job.round],
         )?
         .get(0)?;
     let position = position(tx, turn, submitted, id)?;
     if tx.dialect() == Dialect::Postgres {
-        tx.batch(&format!("NOTIFY {}", super::job_claims::CHANNEL))?;
+        tx.batch(&format!("NOTIFY {CHANNEL}"))?;
     }
     Ok(Ok((id, position)))
 }
@@ -280,12 +283,6 @@ pub fn depth(tx: &mut Tx) -> Result<usize, DbError> {
     .get(0)
 }
 
-/// The database's clock now, in seconds since the epoch.
-pub fn clock(tx: &mut Tx) -> Result<f64, DbError> {
-    tx.query_row(&format!("SELECT {}", now(tx.dialect())), params![])?
-        .get(0)
-}
-
 /// Class-wide figures: jobs waiting and running now, and the outcomes of the jobs that
 /// finished since `since` (the database's clock, seconds).
 pub fn stats(tx: &mut Tx, since: f64) -> Result<QueueStats, DbError> {
@@ -328,7 +325,7 @@ pub fn estimated_wait_secs(tx: &mut Tx) -> Result<f64, DbError> {
             "SELECT (SELECT COUNT(*) FROM jobs WHERE status IN ('queued', 'running')),
                     (SELECT COUNT(*) FROM workers WHERE seen_at > {now} - ?1)"
         ),
-        params![super::job_claims::LIVE_SECS],
+        params![LIVE_SECS],
     )?;
     let (ahead, workers): (f64, f64) = (row.get(0)?, row.get(1)?);
     Ok(average_run_secs(tx)? * ahead / workers.max(1.0))

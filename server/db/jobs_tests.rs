@@ -25,6 +25,7 @@ fn submit(
         experiment: "timing",
         params: "{}".into(),
         prediction: Some(2.0),
+        round: None,
     };
     db.run_blocking(|tx| super::submit(tx, owner, address, &job, limits))
         .unwrap()
@@ -40,6 +41,7 @@ fn done(db: &Db, id: u64, worker: &str) -> bool {
             experiment: "timing".into(),
             params: "{}".into(),
             prediction: Some(2.0),
+            round: None,
         };
         let run = FinishedRun {
             result: Ok(serde_json::json!({"ok": true})),
@@ -48,6 +50,7 @@ fn done(db: &Db, id: u64, worker: &str) -> bool {
                 unit: "×".into(),
                 value: 3.0,
             }),
+            lab: None,
             backend: "cpu".into(),
             device: "test CPU".into(),
             ran_for: Duration::ZERO,

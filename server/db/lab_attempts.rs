@@ -7,8 +7,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::clock::text_now as now;
 use super::gradebook::GradeCell;
-use super::migrations::now;
 use super::{DbError, Tx};
 use crate::params;
 
@@ -17,33 +17,44 @@ pub fn column(lab: &str) -> String {
     format!("lab:{lab}")
 }
 
-/// Records the lab attempt in `result` (the `lab` experiment's result JSON) for
-/// `student`; a result without a lab and a verdict records nothing.
+/// A graded tuning-lab run, as the gradebook keeps it (built from the lab's typed
+/// result by the worker that ran it).
+#[derive(Debug, Clone, PartialEq)]
+pub struct LabAttempt {
+    /// The lab's name (`feed-the-gpu`).
+    pub lab: &'static str,
+    /// All criteria combined: `pass`, `fail`, `inconclusive` or `not-graded`.
+    pub verdict: &'static str,
+    /// Share of the graded criteria that passed, in percent.
+    pub score_percent: f64,
+    /// The graded criteria and the explanation, as the learner read them.
+    pub summary: Summary,
+}
+
+/// Records `attempt`, run on `backend`, for `student`.
 pub fn record(
     tx: &mut Tx,
     student: &str,
-    result: &serde_json::Value,
+    attempt: &LabAttempt,
     backend: &str,
 ) -> Result<(), DbError> {
-    let (Some(lab), Some(verdict)) = (
-        result.get("lab").and_then(|v| v.as_str()),
-        result.get("verdict").and_then(|v| v.as_str()),
-    ) else {
-        return Ok(());
-    };
-    let score = result
-        .get("score_percent")
-        .and_then(serde_json::Value::as_f64)
-        .unwrap_or(0.0)
-        .clamp(0.0, 100.0);
-    let summary = serde_json::to_string(&Summary::of(result)).ok();
+    let score = attempt.score_percent.clamp(0.0, 100.0);
+    let summary = serde_json::to_string(&attempt.summary).ok();
     let now = now(tx);
     tx.execute(
         &format!(
             "INSERT INTO lab_attempts (student_id, lab, verdict, score, passed, backend, attempted_at, summary)
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, {now}, ?7)"
         ),
-        params![student, lab, verdict, score, verdict == "pass", backend, summary],
+        params![
+            student,
+            attempt.lab,
+            attempt.verdict,
+            score,
+            attempt.verdict == "pass",
+            backend,
+            summary
+        ],
     )?;
     Ok(())
 }
@@ -68,39 +79,6 @@ pub struct Summary {
     /// The explanation in the lesson's terms.
     #[serde(default)]
     pub explanation: Vec<String>,
-}
-
-impl Summary {
-    /// The criteria and explanation of a `lab` result's JSON (what is missing is left out).
-    fn of(result: &serde_json::Value) -> Self {
-        let text = |v: &serde_json::Value, key: &str| {
-            v.get(key)
-                .and_then(serde_json::Value::as_str)
-                .unwrap_or_default()
-                .to_string()
-        };
-        let list = |key: &str| {
-            result
-                .get(key)
-                .and_then(serde_json::Value::as_array)
-                .cloned()
-                .unwrap_or_default()
-        };
-        Self {
-            criteria: list("criteria")
-                .iter()
-                .map(|c| CriterionLine {
-                    name: text(c, "name"),
-                    verdict: text(c, "verdict"),
-                    detail: text(c, "detail"),
-                })
-                .collect(),
-            explanation: list("explanation")
-                .iter()
-                .filter_map(|e| e.as_str().map(str::to_string))
-                .collect(),
-        }
-    }
 }
 
 /// A student's record in one lab: best score, attempts, whether passed, and the latest
@@ -198,17 +176,31 @@ pub fn passed(tx: &mut Tx, student: &str) -> Result<Vec<String>, DbError> {
 mod tests {
     use super::*;
     use crate::db::testing::backends;
-    use serde_json::json;
+
+    fn attempt(lab: &'static str, verdict: &'static str, score_percent: f64) -> LabAttempt {
+        LabAttempt {
+            lab,
+            verdict,
+            score_percent,
+            summary: Summary::default(),
+        }
+    }
 
     #[test]
     fn the_latest_attempt_keeps_its_criteria() {
         for (engine, db, _scratch) in backends() {
-            let result = json!({
-                "lab": "stop-waiting", "verdict": "fail", "score_percent": 50.0,
-                "criteria": [{"name": "timer within 10%", "verdict": "fail", "detail": "0.12", "ratio": null}],
-                "explanation": ["Without a sync the timer measures the queueing."]
-            });
-            db.run_blocking(|tx| record(tx, "cy", &result, "cpu"))
+            let graded = LabAttempt {
+                summary: Summary {
+                    criteria: vec![CriterionLine {
+                        name: "timer within 10%".into(),
+                        verdict: "fail".into(),
+                        detail: "0.12".into(),
+                    }],
+                    explanation: vec!["Without a sync the timer measures the queueing.".into()],
+                },
+                ..attempt("stop-waiting", "fail", 50.0)
+            };
+            db.run_blocking(|tx| record(tx, "cy", &graded, "cpu"))
                 .unwrap();
             let rec = db.run_blocking(|tx| records(tx, "cy")).unwrap();
             assert_eq!(rec[0].latest_backend, "cpu", "{engine}");
@@ -233,11 +225,14 @@ mod tests {
     fn attempts_become_best_score_attempts_and_passes() {
         for (engine, db, _scratch) in backends() {
             db.run_blocking(|tx| {
-                let r = |verdict, score| json!({"lab": "feed-the-gpu", "verdict": verdict, "score_percent": score});
-                record(tx, "ann", &r("fail", 0.0), "cpu")?;
-                record(tx, "ann", &r("inconclusive", 50.0), "cpu")?;
-                record(tx, "bob", &r("pass", 100.0), "cpu")?;
-                record(tx, "bob", &json!({"no": "lab"}), "cpu")?;
+                record(tx, "ann", &attempt("feed-the-gpu", "fail", 0.0), "cpu")?;
+                record(
+                    tx,
+                    "ann",
+                    &attempt("feed-the-gpu", "inconclusive", 50.0),
+                    "cpu",
+                )?;
+                record(tx, "bob", &attempt("feed-the-gpu", "pass", 100.0), "cpu")?;
                 Ok(())
             })
             .unwrap();

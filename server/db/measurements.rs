@@ -4,7 +4,7 @@
 //! ([`super::job_claims::complete`]), so every web node of a class reads what any worker
 //! measured; one row per (quantity, parameters), the newest.
 
-use super::jobs::now;
+use super::clock::epoch_now as now;
 use super::{DbError, Tx};
 use crate::params;
 

@@ -10,18 +10,7 @@ use rusqlite::Connection;
 
 use super::{DbError, MIGRATIONS, Tx};
 
-/// SQLite's `now` as stored text, and PostgreSQL's expression for the same text.
-const SQLITE_NOW: &str = "strftime('%Y-%m-%dT%H:%M:%fZ', 'now')";
-const POSTGRES_NOW: &str =
-    r#"to_char(clock_timestamp() AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')"#;
-
-/// The SQL expression for "now, as stored text" on this transaction's engine.
-pub fn now(tx: &Tx) -> &'static str {
-    match tx.dialect() {
-        super::Dialect::Sqlite => SQLITE_NOW,
-        super::Dialect::Postgres => POSTGRES_NOW,
-    }
-}
+use super::clock::{POSTGRES_TEXT_NOW as POSTGRES_NOW, SQLITE_TEXT_NOW as SQLITE_NOW};
 
 /// Applies SQLite's pending migrations, each in its own transaction.
 pub(super) fn sqlite(conn: &mut Connection) -> Result<(), DbError> {

@@ -16,6 +16,7 @@
 
 pub mod backup;
 pub mod class_summary;
+pub mod clock;
 pub mod copy;
 pub mod experiment_history;
 pub mod fair_share;
@@ -429,6 +430,13 @@ ALTER TABLE lab_attempts ADD COLUMN summary TEXT;
     r"
 ALTER TABLE workers ADD COLUMN ceilings TEXT;
 ",
+    // A class round is revealed by the worker that completes its job, in that same
+    // transaction (db::job_claims::complete): the job names its round, and the round keeps
+    // its question's unit for the predictions the reveal copies.
+    r"
+ALTER TABLE jobs ADD COLUMN round_id INTEGER;
+ALTER TABLE rounds ADD COLUMN unit TEXT;
+",
 ];
 
 impl Db {
@@ -749,7 +757,7 @@ fn reopen_if_replaced(file: &mut SqliteFile, path: Option<&Path>) -> Result<(), 
 /// log and make a full disk look writable — and commits.
 fn probe_write(tx: &mut Tx) -> Result<(), DbError> {
     const PAD: usize = 12 * 4096;
-    let now = migrations::now(tx);
+    let now = clock::text_now(tx);
     tx.execute(
         &format!("UPDATE health SET checked_at = {now}, pad = ?1 WHERE id = 1"),
         crate::params!["x".repeat(PAD)],

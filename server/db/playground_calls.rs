@@ -1,12 +1,12 @@
 //! The allocator playground of a class served by separate GPU workers, in the database
-//! ([`crate::playground::remote`] is the rest): `playground_owners` says which worker
+//! (`playground::remote` is the rest): `playground_owners` says which worker
 //! holds each student's playground (the live worker holding the fewest gets a
 //! newcomer), and `playground_calls` carries each request from a web node to that
 //! worker and its reply back. A new call is announced with `NOTIFY` on [`CHANNEL`].
 //! PostgreSQL only: a class of separate workers shares PostgreSQL.
 
-use super::job_claims::LIVE_SECS;
-use super::jobs::now;
+use super::clock::epoch_now as now;
+use super::jobs::LIVE_SECS;
 use super::{DbError, Tx};
 use crate::params;
 

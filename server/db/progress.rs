@@ -154,9 +154,9 @@ pub fn progress(tx: &mut Tx, student: &str) -> Result<Vec<QuizProgress>, DbError
     Ok(best)
 }
 
-/// Score in percent, rounded as every page shows it ([`crate::course::quiz::percent`]).
+/// Score in percent, rounded as every page shows it ([`crate::format::percent`]).
 pub fn percent(correct: u32, total: u32) -> f64 {
-    crate::course::quiz::percent(correct as usize, total as usize)
+    crate::format::percent(correct as usize, total as usize)
 }
 
 /// Everything stored about the student.

@@ -1,18 +1,27 @@
 //! Class rounds: the instructor opens a prediction round for one experiment, students
 //! predict, the instructor runs it once on the shared GPU and everyone's page reveals
 //! the result together. A student's round prediction is stored when they send it (a 2xx
-//! means committed); the reveal stores the measurement and copies every round
-//! prediction, scored, into the learners' predictions, in one transaction.
+//! means committed). The round turns `running` in the transaction that queues its job
+//! (the job names the round), and the worker that completes the job reveals it in the
+//! completing transaction ([`super::job_claims::complete`]): the measurement, with the
+//! worker's device, and every round prediction copied, scored, into the learners'
+//! predictions — in SQL, so no web node needs to be alive for it.
 
-use super::predictions::PredictionRow;
-use super::{DbError, Tx, migrations};
+use super::clock::text_now;
+use super::{DbError, Tx};
 
-/// Creates a round (closing any other); returns its id.
-pub fn open(tx: &mut Tx, experiment: &str, quantity: &str, params: &str) -> Result<i64, DbError> {
+/// Creates a round (closing any other) asking for `quantity` in `unit`; returns its id.
+pub fn open(
+    tx: &mut Tx,
+    experiment: &str,
+    quantity: &str,
+    unit: &str,
+    params: &str,
+) -> Result<i64, DbError> {
     close(tx)?;
     tx.query_row(
-        "INSERT INTO rounds (experiment, quantity, params, status) VALUES (?1, ?2, ?3, 'open') RETURNING id",
-        crate::params![experiment, quantity, params],
+        "INSERT INTO rounds (experiment, quantity, unit, params, status) VALUES (?1, ?2, ?3, ?4, 'open') RETURNING id",
+        crate::params![experiment, quantity, unit, params],
     )?
     .get(0)
 }
@@ -113,34 +122,67 @@ pub fn count(tx: &mut Tx, round: i64) -> Result<usize, DbError> {
     Ok(usize::try_from(n).unwrap_or(0))
 }
 
-/// Records the measurement of round `round` and copies its predictions into
-/// `predictions`, scored against it (`template` gives everything but the student and
-/// the predicted value), in the caller's transaction. Returns how many predictions were
-/// revealed.
-pub fn reveal(tx: &mut Tx, round: i64, template: &PredictionRow) -> Result<usize, DbError> {
-    let now = migrations::now(tx);
-    tx.execute(
+/// What a round's run measured, and where.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Taken<'a> {
+    /// The measured value.
+    pub value: f64,
+    /// Its unit (kept only when the round has none of its question's).
+    pub unit: &'a str,
+    /// The backend that measured it (`cuda` or `cpu`).
+    pub backend: &'a str,
+    /// The name of the device that measured it.
+    pub device: &'a str,
+}
+
+/// Reveals running round `round` with the measurement `taken` and copies its
+/// predictions into `predictions`, scored against it, in the caller's transaction (the
+/// worker's, completing the round's job). How many predictions were revealed; 0 and
+/// nothing written when the round is not running.
+pub fn reveal(tx: &mut Tx, round: i64, taken: &Taken) -> Result<usize, DbError> {
+    let now = text_now(tx);
+    let running = tx.execute(
         &format!(
-            "UPDATE rounds SET measured = ?2, backend = ?3, device = ?4, revealed_at = {now},
-                    status = 'revealed' WHERE id = ?1"
+            "UPDATE rounds SET measured = ?2, unit = COALESCE(unit, ?3), backend = ?4, device = ?5,
+                    revealed_at = {now}, status = 'revealed', error = NULL
+             WHERE id = ?1 AND status = 'running'"
         ),
-        crate::params![round, template.measured, template.backend, template.device],
+        crate::params![round, taken.value, taken.unit, taken.backend, taken.device],
     )?;
+    if running != 1 {
+        return Ok(0);
+    }
     // In student order, so both engines number the copies alike.
     tx.execute(
         "INSERT INTO predictions (student_id, experiment, quantity, params, predicted, measured, unit, backend, device)
-         SELECT student_id, ?2, ?3, ?4, predicted, ?5, ?6, ?7, ?8 FROM round_predictions
-         WHERE round_id = ?1 ORDER BY student_id",
-        crate::params![
-            round,
-            template.experiment,
-            template.quantity,
-            template.params,
-            template.measured,
-            template.unit,
-            template.backend,
-            template.device
-        ],
+         SELECT p.student_id, r.experiment, r.quantity, r.params, p.predicted, r.measured, r.unit, r.backend, r.device
+         FROM round_predictions p JOIN rounds r ON r.id = p.round_id
+         WHERE p.round_id = ?1 ORDER BY p.student_id",
+        crate::params![round],
+    )
+}
+
+/// Fails running round `round` with `error` (its run failed), in the caller's
+/// transaction; a round no longer running is left as it is.
+pub fn fail(tx: &mut Tx, round: i64, error: &str) -> Result<(), DbError> {
+    tx.execute(
+        "UPDATE rounds SET status = 'failed', error = ?2 WHERE id = ?1 AND status = 'running'",
+        crate::params![round, error],
+    )?;
+    Ok(())
+}
+
+/// Fails each running round whose job ended without completing (reaped twice, or failed
+/// waiting when a one-box server stopped) with the job's error, or whose job is gone (a
+/// round left running by an older version); how many.
+pub fn fail_abandoned(tx: &mut Tx) -> Result<usize, DbError> {
+    tx.execute(
+        "UPDATE rounds SET status = 'failed', error = COALESCE(
+             (SELECT j.error FROM jobs j WHERE j.round_id = rounds.id AND j.status = 'failed' LIMIT 1),
+             'the run was lost before it finished; open the round again and run it')
+         WHERE status = 'running' AND NOT EXISTS
+             (SELECT 1 FROM jobs j WHERE j.round_id = rounds.id AND j.status IN ('queued', 'running'))",
+        crate::params![],
     )
 }
 
@@ -149,11 +191,18 @@ mod tests {
     use super::*;
     use crate::db::testing::backends;
 
+    const TAKEN: Taken = Taken {
+        value: 10.0,
+        unit: "x",
+        backend: "cpu",
+        device: "the worker's CPU",
+    };
+
     #[test]
     fn a_round_keeps_one_prediction_per_student_and_reveals_them_all() {
         for (engine, db, _scratch) in backends() {
             let round = db
-                .run_blocking(|tx| open(tx, "timing", "timing.underestimate_factor", "{}"))
+                .run_blocking(|tx| open(tx, "timing", "timing.underestimate_factor", "×", "{}"))
                 .unwrap();
             db.run_blocking(|tx| {
                 predict(tx, round, "ann", 2.0)?;
@@ -166,40 +215,89 @@ mod tests {
                 2,
                 "{engine}"
             );
-            let template = PredictionRow {
-                student_id: String::new(),
-                experiment: "timing".into(),
-                quantity: "timing.underestimate_factor".into(),
-                params: "{}".into(),
-                predicted: 0.0,
-                measured: 10.0,
-                unit: "×".into(),
-                backend: "cpu".into(),
-                device: "CPU".into(),
-            };
             assert_eq!(
-                db.run_blocking(|tx| reveal(tx, round, &template)).unwrap(),
+                db.run_blocking(|tx| reveal(tx, round, &TAKEN)).unwrap(),
+                0,
+                "an open round is not revealed: {engine}"
+            );
+            db.run_blocking(|tx| set_status(tx, round, "running", None))
+                .unwrap();
+            assert_eq!(
+                db.run_blocking(|tx| reveal(tx, round, &TAKEN)).unwrap(),
                 2,
                 "{engine}"
+            );
+            assert_eq!(
+                db.run_blocking(|tx| reveal(tx, round, &TAKEN)).unwrap(),
+                0,
+                "revealed once: {engine}"
             );
             let ann = db
                 .run_blocking(|tx| crate::db::predictions::for_student(tx, "ann"))
                 .unwrap();
+            assert_eq!(ann.len(), 1, "{engine}");
+            let row = &ann[0].row;
             assert_eq!(
-                (ann.len(), ann[0].row.predicted, ann[0].row.measured),
-                (1, 5.0, 10.0),
-                "{engine}"
+                (
+                    row.predicted,
+                    row.measured,
+                    row.unit.as_str(),
+                    row.device.as_str()
+                ),
+                (5.0, 10.0, "×", "the worker's CPU"),
+                "the round's own unit, the worker's device: {engine}"
             );
-            let revealed: Option<String> = db
+            let (revealed, device): (Option<String>, String) = db
                 .run_blocking(|tx| {
-                    tx.query_row(
-                        "SELECT revealed_at FROM rounds WHERE id = ?1",
+                    let row = tx.query_row(
+                        "SELECT revealed_at, device FROM rounds WHERE id = ?1",
                         crate::params![round],
-                    )?
-                    .get(0)
+                    )?;
+                    Ok((row.get(0)?, row.get(1)?))
                 })
                 .unwrap();
             assert!(revealed.is_some_and(|at| at.ends_with('Z')), "{engine}");
+            assert_eq!(device, "the worker's CPU", "{engine}");
+        }
+    }
+
+    #[test]
+    fn a_running_round_whose_job_is_gone_fails_and_a_failed_run_fails_it() {
+        for (engine, db, _scratch) in backends() {
+            let round = db
+                .run_blocking(|tx| {
+                    let round = open(tx, "timing", "q", "×", "{}")?;
+                    set_status(tx, round, "running", None)?;
+                    Ok(round)
+                })
+                .unwrap();
+            assert_eq!(db.run_blocking(fail_abandoned).unwrap(), 1, "{engine}");
+            let now = db.run_blocking(current).unwrap().unwrap();
+            assert_eq!((now.id, now.status.as_str()), (round, "failed"), "{engine}");
+            assert!(
+                now.error.as_deref().is_some_and(|e| e.contains("lost")),
+                "{engine}: {:?}",
+                now.error
+            );
+            let again = db
+                .run_blocking(|tx| {
+                    let round = open(tx, "timing", "q", "×", "{}")?;
+                    set_status(tx, round, "running", None)?;
+                    fail(tx, round, "out of memory")?;
+                    Ok(round)
+                })
+                .unwrap();
+            let now = db.run_blocking(current).unwrap().unwrap();
+            assert_eq!(
+                (now.id, now.status.as_str(), now.error.as_deref()),
+                (again, "failed", Some("out of memory")),
+                "{engine}"
+            );
+            assert_eq!(
+                db.run_blocking(|tx| reveal(tx, again, &TAKEN)).unwrap(),
+                0,
+                "a failed round stays failed: {engine}"
+            );
         }
     }
 
@@ -207,9 +305,11 @@ mod tests {
     fn the_current_round_is_the_last_opened_until_closed() {
         for (engine, db, _scratch) in backends() {
             assert_eq!(db.run_blocking(current).unwrap(), None, "{engine}");
-            let first = db.run_blocking(|tx| open(tx, "timing", "q", "{}")).unwrap();
+            let first = db
+                .run_blocking(|tx| open(tx, "timing", "q", "×", "{}"))
+                .unwrap();
             let second = db
-                .run_blocking(|tx| open(tx, "streams", "s", "{}"))
+                .run_blocking(|tx| open(tx, "streams", "s", "GB/s", "{}"))
                 .unwrap();
             db.run_blocking(|tx| {
                 predict(tx, second, "ann", 2.0)?;

@@ -191,8 +191,8 @@ mod tests {
                         crate::params![student],
                     )?;
                 }
-                let both = crate::db::rounds::open(tx, "timing", "t", "{}")?;
-                let only_from = crate::db::rounds::open(tx, "timing", "t", "{}")?;
+                let both = crate::db::rounds::open(tx, "timing", "t", "×", "{}")?;
+                let only_from = crate::db::rounds::open(tx, "timing", "t", "×", "{}")?;
                 crate::db::rounds::predict(tx, both, "from", 1.0)?;
                 crate::db::rounds::predict(tx, both, "into", 2.0)?;
                 crate::db::rounds::predict(tx, only_from, "from", 3.0)?;

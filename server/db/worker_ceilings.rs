@@ -6,8 +6,8 @@
 //! registration refreshes the card and the heartbeat, never this column) and go with
 //! the row when it stops.
 
-use super::job_claims::LIVE_SECS;
-use super::jobs::now;
+use super::clock::epoch_now as now;
+use super::jobs::LIVE_SECS;
 use super::{DbError, Tx};
 use crate::params;
 

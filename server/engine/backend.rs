@@ -1,19 +1,18 @@
 //! What one engine worker computes on: the GPU when it opens, else the CPU (with the
 //! reason on the device card). [`Backend::run`] runs one validated job against a
-//! deadline and returns its JSON (with provenance) and its table; after a failure
+//! deadline and returns its typed [`Outcome`] and its table; after a failure
 //! [`super::worker`] checks the CUDA context ([`Backend::healthy`]) and, with every
 //! other worker paused, recreates it ([`Backend::reset`]); the others then
 //! [`Backend::reopen`]. `gpulab bench` uses `open` and `run` outside the queue.
 
 use std::time::{Duration, Instant};
 
-use serde_json::{Value, json};
-
 use super::first_contact::{self, FirstContact};
+use super::outcome::Outcome;
 use super::provenance::Provenance;
-use crate::experiments::{ExperimentError, Job, prediction};
+use crate::experiments::{ExperimentError, Job};
 use crate::gpu::card::cpu_card;
-use crate::gpu::{DeviceCard, Gpu};
+use crate::gpu::{DeviceCard, DeviceKind, Gpu};
 use crate::measure::Deadline;
 use crate::playground::pool::Source;
 
@@ -30,14 +29,10 @@ pub enum Backend {
 
 /// A finished job.
 pub struct Ran {
-    /// The result with its provenance, as the API returns it.
-    pub result: Value,
+    /// How it ended, typed (the API's JSON of the job).
+    pub outcome: Outcome,
     /// The result as `gpulab bench` prints it.
     pub table: String,
-    /// Where it came from.
-    pub provenance: Provenance,
-    /// The value a learner predicts for this run, as it measured it.
-    pub measured: Option<crate::experiments::Measured>,
 }
 
 impl Backend {
@@ -63,7 +58,7 @@ impl Backend {
             }
         };
         let (reason, rejected_gpu) = gpu_failure.unwrap_or_default();
-        let mut report = FirstContact::new("cpu", first_contact::cpu_checks());
+        let mut report = FirstContact::new(DeviceKind::Cpu, first_contact::cpu_checks());
         report.rejected_gpu = rejected_gpu;
         if !report.ok() {
             tracing::error!(failed = ?report.failed(), "the CPU backend failed its start-up self-test");
@@ -75,7 +70,7 @@ impl Backend {
     /// the CPU; a fresh GPU handle that passes the self-test when it is a GPU; `None`
     /// when this handle fails (the worker then does not serve).
     pub fn open_like(card: &DeviceCard) -> Option<Self> {
-        if card.kind != "cuda" {
+        if !card.kind.is_cuda() {
             return Some(Self::Cpu);
         }
         let gpu = Gpu::open().ok()?;
@@ -127,20 +122,16 @@ impl Backend {
         }
         let finished = outcome?;
         let provenance = Provenance::new(card, other, method, started.elapsed().as_secs_f64());
-        let mut result = provenance.attach(finished.json());
-        let measured = finished.measured(on_gpu);
-        if let (Some(measured), Value::Object(fields)) = (measured.as_ref(), &mut result) {
-            fields.insert("measured".into(), json!(measured));
-            if let Some(predicted) = prediction {
-                let score = prediction::score(predicted, measured.value, measured.scale);
-                fields.insert("prediction".into(), json!(score));
-            }
-        }
-        Ok(Ran {
-            result,
-            table: finished.table(),
+        let outcome = Outcome::new(
+            finished.json(),
             provenance,
-            measured,
+            finished.measured(on_gpu),
+            prediction,
+            finished.lab_attempt(),
+        );
+        Ok(Ran {
+            outcome,
+            table: finished.table(),
         })
     }
 

@@ -70,7 +70,7 @@ pub fn run_all(progress: impl Fn(&str)) -> Value {
                 "params": experiment.defaults(),
             });
             match outcome {
-                Ok(ran) => entry["result"] = ran.result,
+                Ok(ran) => entry["result"] = ran.outcome.to_json(),
                 Err(error) => entry["error"] = json!(error.to_string()),
             }
             entry

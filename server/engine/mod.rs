@@ -13,6 +13,7 @@
 pub mod backend;
 pub mod bench;
 pub mod first_contact;
+pub mod outcome;
 pub mod provenance;
 pub mod queue_bench;
 pub mod queue_view;
@@ -35,10 +36,10 @@ use worker_loop::{Activity, WorkerSettings};
 use crate::config::Limits;
 use crate::db::jobs::{self, NewJob};
 pub use crate::db::jobs::{JobState, OwnerUsage, QueueStats, Refused};
-use crate::db::{Db, DbError, job_claims};
+use crate::db::{Db, DbError, job_claims, rounds};
 use crate::experiments::Job;
 use crate::gpu::card::cpu_card;
-use crate::gpu::{DeviceCard, doctor};
+use crate::gpu::{DeviceCard, DeviceKind, doctor};
 use crate::playground::pool::Source;
 use crate::playground::remote::Home;
 use crate::playground::{Caps, Playgrounds};
@@ -118,7 +119,7 @@ impl Drop for Local {
 /// PostgreSQL client must not block inside tokio's.
 fn clock(db: &Db) -> f64 {
     let db = db.clone();
-    std::thread::spawn(move || db.run_blocking(jobs::clock))
+    std::thread::spawn(move || db.run_blocking(crate::db::clock::epoch))
         .join()
         .ok()
         .and_then(Result::ok)
@@ -175,12 +176,15 @@ impl Engine {
                 FirstContact::default(),
             )
         });
-        if report.backend == "cuda" && card.kind != "cuda" {
+        if report.backend.is_cuda() && !card.kind.is_cuda() {
             // Every layer works, but the GPU computed something wrong at start-up.
             report.backend = card.kind;
             report.verdict = format!(
                 "Every layer loads, but {}. Experiments run on the CPU.",
-                first_contact::reason(&FirstContact::new("cuda", contact.rejected_gpu.clone()))
+                first_contact::reason(&FirstContact::new(
+                    DeviceKind::Cuda,
+                    contact.rejected_gpu.clone()
+                ))
             );
         }
         for index in 1..usize::from(limits.gpu_concurrency.max(1)) {
@@ -200,7 +204,7 @@ impl Engine {
                 .expect("the OS can start the engine thread");
         }
         let playgrounds = Arc::new(Playgrounds::new(source, playground_caps(&limits)));
-        tracing::info!(backend = card.kind, device = %card.name, workers = limits.gpu_concurrency, "experiment engine ready");
+        tracing::info!(backend = %card.kind, device = %card.name, workers = limits.gpu_concurrency, "experiment engine ready");
         Self {
             db,
             card: Arc::new(card),
@@ -235,18 +239,14 @@ impl Engine {
             .ok()
             .and_then(Result::ok)
             .flatten()
-            .and_then(|text| {
-                // The card's `kind` is a `&'static str`: read it from an owned JSON value.
-                let value: serde_json::Value = serde_json::from_str(&text).ok()?;
-                <DeviceCard as serde::Deserialize<'static>>::deserialize(value).ok()
-            });
+            .and_then(|text| serde_json::from_str::<DeviceCard>(&text).ok());
         let card = registered.unwrap_or_else(|| {
             let mut card = cpu_card("no GPU worker has joined the class queue yet");
             card.note = "No worker has joined the class queue yet: start `gpulab worker --gpu N` on each GPU box (the device shown updates when this web node restarts).".into();
             card
         });
         let playgrounds = Arc::new(Playgrounds::new(Source::Host, playground_caps(&limits)));
-        tracing::info!(backend = card.kind, device = %card.name, "web node: experiments go to the class queue");
+        tracing::info!(backend = %card.kind, device = %card.name, "web node: experiments go to the class queue");
         Self {
             playground: Arc::new(Home::Workers(db.clone())),
             db,
@@ -277,6 +277,28 @@ impl Engine {
         address: Option<std::net::IpAddr>,
         job: Job,
     ) -> Result<(u64, usize), Refused> {
+        self.enqueue(owner, address, job, None).await
+    }
+
+    /// Queues `job` for class round `round` (owned by `owner`), turning the round
+    /// `running` in the same transaction; the worker that completes the job reveals the
+    /// round as it records it, so the round needs nothing more from this process.
+    pub async fn submit_round(
+        &self,
+        owner: &str,
+        round: i64,
+        job: Job,
+    ) -> Result<(u64, usize), Refused> {
+        self.enqueue(owner, None, job, Some(round)).await
+    }
+
+    async fn enqueue(
+        &self,
+        owner: &str,
+        address: Option<std::net::IpAddr>,
+        job: Job,
+        round: Option<i64>,
+    ) -> Result<(u64, usize), Refused> {
         let _open = self.local.submissions.read().await;
         if self.local.closed.load(Ordering::Relaxed) {
             return Err(Refused::Closed);
@@ -291,8 +313,13 @@ impl Engine {
                     experiment,
                     params,
                     prediction,
+                    round,
                 };
-                jobs::submit(tx, &owner, address, &new, &limits)
+                let queued = jobs::submit(tx, &owner, address, &new, &limits)?;
+                if let (Ok(_), Some(round)) = (&queued, round) {
+                    rounds::set_status(tx, round, "running", None)?;
+                }
+                Ok(queued)
             })
         })
         .await

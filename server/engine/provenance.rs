@@ -4,13 +4,13 @@
 
 use serde::Serialize;
 
-use crate::gpu::DeviceCard;
+use crate::gpu::{DeviceCard, DeviceKind};
 
-/// The provenance attached to a result as `result.provenance`.
+/// The provenance of a result (`result.provenance`).
 #[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 pub struct Provenance {
     /// `cuda` or `cpu`.
-    pub backend: &'static str,
+    pub backend: DeviceKind,
     /// Device (or CPU) name.
     pub device: String,
     /// NVIDIA driver version, GPU only.
@@ -27,6 +27,9 @@ pub struct Provenance {
     pub method: String,
     /// Wall time the job took, in seconds.
     pub seconds: f64,
+    /// The queue worker that ran it (absent outside the queue: `gpulab bench`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub worker: Option<String>,
 }
 
 impl Provenance {
@@ -50,17 +53,7 @@ impl Provenance {
             other_gpu_processes,
             method,
             seconds,
+            worker: None,
         }
-    }
-
-    /// `result` with this provenance added as its `provenance` field.
-    pub fn attach(&self, mut result: serde_json::Value) -> serde_json::Value {
-        if let Some(object) = result.as_object_mut() {
-            object.insert(
-                "provenance".into(),
-                serde_json::to_value(self).unwrap_or_default(),
-            );
-        }
-        result
     }
 }

@@ -88,6 +88,7 @@ fn submit(db: &Db, limits: &Limits, n: usize) -> Result<u64, DbError> {
         experiment: "noop",
         params: "{}".into(),
         prediction: None,
+        round: None,
     };
     let owner = format!("{BENCH_OWNER}-{}", n % STUDENTS);
     loop {
@@ -107,6 +108,7 @@ fn noop_run() -> FinishedRun {
     FinishedRun {
         result: Ok(serde_json::json!({})),
         measured: None,
+        lab: None,
         backend: "cpu".into(),
         device: "queue benchmark".into(),
         ran_for: Duration::ZERO,
@@ -143,8 +145,7 @@ pub fn measure(db: &Db, workers: usize, jobs: usize) -> Result<QueueBenchRow, Db
         .map(|w| {
             let (db, activity, done) = (db.clone(), Arc::clone(&activity), Arc::clone(&done));
             std::thread::spawn(move || -> Result<(), DbError> {
-                let (name, mut listener) =
-                    (format!("bench-{w}"), Listener::new(job_claims::CHANNEL));
+                let (name, mut listener) = (format!("bench-{w}"), Listener::new(jobs::CHANNEL));
                 while done.load(Ordering::SeqCst) < jobs {
                     if claim_and_complete(&db, &name)? {
                         done.fetch_add(1, Ordering::SeqCst);
@@ -196,7 +197,7 @@ fn latency(db: &Db, limits: &Limits, n: usize) -> Result<Vec<Duration>, DbError>
             Arc::clone(&stop),
         );
         std::thread::spawn(move || -> Result<Vec<Duration>, DbError> {
-            let mut listener = Listener::new(job_claims::CHANNEL);
+            let mut listener = Listener::new(jobs::CHANNEL);
             let mut seen = Vec::with_capacity(n);
             while !stop.load(Ordering::SeqCst) {
                 let lease = Duration::from_secs(30);

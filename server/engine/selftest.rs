@@ -10,13 +10,13 @@ use std::fmt::Write as _;
 use super::first_contact;
 use crate::experiments::{Check, Outcome, REGISTRY};
 use crate::gpu::card::cpu_card;
-use crate::gpu::{Gpu, blas};
+use crate::gpu::{DeviceKind, Gpu, blas};
 use crate::playground::pool::Source;
 
 /// Every check's outcome, with the machine it ran on.
 pub struct Report {
     /// `cuda` or `cpu`.
-    pub backend: &'static str,
+    pub backend: DeviceKind,
     /// The device (or CPU) name.
     pub device: String,
     /// Why there is no GPU, when there is none.
@@ -53,7 +53,7 @@ impl Report {
             };
             let _ = writeln!(out, "{mark}  {}: {detail}", check.name);
         }
-        if self.backend == "cpu" {
+        if !self.backend.is_cuda() {
             let _ = writeln!(out, "GPU checks not run: {} ({skipped} skipped)", self.note);
         }
         let _ = writeln!(

@@ -14,11 +14,10 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
-use serde_json::json;
-
 use super::worker::Worker;
 use crate::config::Limits;
-use crate::db::job_claims::{self, CHANNEL, Claimed, FinishedRun, MeasuredValue};
+use crate::db::job_claims::{self, Claimed, FinishedRun};
+use crate::db::jobs::CHANNEL;
 use crate::db::listener::Listener;
 use crate::db::{Db, DbError, Dialect};
 use crate::gpu::DeviceCard;
@@ -110,7 +109,7 @@ pub fn serve_jobs(
                         "jobs whose worker stopped were put back or failed"
                     );
                 }
-                job_claims::register(tx, name, card.kind, &card_json, false)
+                job_claims::register(tx, name, card.kind.name(), &card_json, false)
             });
             if let Err(error) = kept {
                 tracing::warn!(%error, "the experiment queue is unreachable");
@@ -219,22 +218,20 @@ fn run_one(
             worker.run(prepared)
         });
     drop(renewer);
+    let (result, measured, lab) = match outcome {
+        Ok(ran) => {
+            let mut outcome = ran.outcome;
+            outcome.provenance.worker = Some(settings.name.clone());
+            let (json, measured, lab) = outcome.recorded();
+            (Ok(json), measured, lab)
+        }
+        Err(error) => (Err(error), None, None),
+    };
     let run = FinishedRun {
-        measured: outcome.as_ref().ok().and_then(|ran| {
-            ran.measured.as_ref().map(|m| MeasuredValue {
-                quantity: m.quantity.to_string(),
-                unit: m.unit.to_string(),
-                value: m.value,
-            })
-        }),
-        result: outcome.map(|ran| {
-            let mut result = ran.result;
-            if let Some(provenance) = result.get_mut("provenance").and_then(|p| p.as_object_mut()) {
-                provenance.insert("worker".into(), json!(settings.name));
-            }
-            result
-        }),
-        backend: card.kind.to_string(),
+        result,
+        measured,
+        lab,
+        backend: card.kind.name().to_string(),
         device: card.name.clone(),
         ran_for: started.elapsed(),
     };
@@ -242,14 +239,14 @@ fn run_one(
 }
 
 /// Stores `run`, retrying while the database is briefly away (within the lease's
-/// reach: after that the job goes back to the queue and runs again). A scored
-/// prediction is a learner's own record and waits for the disk; a run without one is
-/// queue state (see [`Db::run_queue`]).
+/// reach: after that the job goes back to the queue and runs again). A run that records
+/// a learner's own work (a scored prediction, a lab attempt, a class round's reveal)
+/// waits for the disk; any other run is queue state (see [`Db::run_queue`]).
 fn record(db: &Db, settings: &WorkerSettings, job: &Claimed, run: &FinishedRun, started: Instant) {
     let mut delay = Duration::from_millis(100);
     loop {
         let store = |tx: &mut crate::db::Tx| job_claims::complete(tx, job, &settings.name, run);
-        let stored: Result<bool, DbError> = if job.prediction.is_some() {
+        let stored: Result<bool, DbError> = if job_claims::keeps_learner_records(job, run) {
             db.run_blocking(store)
         } else {
             db.run_queue(store)

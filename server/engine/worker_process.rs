@@ -57,7 +57,13 @@ pub fn serve(db: &Db, settings: &WorkerSettings, stop: &Arc<AtomicBool>) -> Resu
         serde_json::to_string(&ceilings).unwrap_or_default(),
     );
     db.run_blocking(|tx| {
-        worker_ceilings::store(tx, &settings.name, card.kind, &card_json, &ceilings_json)
+        worker_ceilings::store(
+            tx,
+            &settings.name,
+            card.kind.name(),
+            &card_json,
+            &ceilings_json,
+        )
     })?;
     tracing::info!(
         worker = settings.name,
@@ -65,7 +71,7 @@ pub fn serve(db: &Db, settings: &WorkerSettings, stop: &Arc<AtomicBool>) -> Resu
         figures = ceilings.figures.len(),
         "ceilings measured and stored"
     );
-    tracing::info!(worker = settings.name, backend = card.kind, device = %card.name, "worker serving the class queue");
+    tracing::info!(worker = settings.name, backend = %card.kind, device = %card.name, "worker serving the class queue");
     let playground_thread = {
         let (db, name, stop) = (db.clone(), settings.name.clone(), Arc::clone(stop));
         std::thread::Builder::new()

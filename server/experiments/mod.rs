@@ -44,6 +44,7 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use crate::config::Limits;
+use crate::db::lab_attempts::LabAttempt;
 use crate::gpu::{Gpu, GpuError};
 use crate::measure::{Deadline, PastDeadline};
 pub use params::{ParamError, Rule};
@@ -124,6 +125,11 @@ pub trait Experiment: Send + Sync + 'static {
     fn measure(_key: &str, _params: &Self::Params, _output: &Self::Output) -> Option<f64> {
         None
     }
+    /// The graded tuning-lab attempt `output` makes, for the gradebook (only the labs
+    /// grade one).
+    fn lab_attempt(_output: &Self::Output) -> Option<LabAttempt> {
+        None
+    }
 }
 
 /// Why an experiment stopped without a result; the text is what the student reads.
@@ -154,6 +160,8 @@ pub trait Finished: Send {
     fn table(&self) -> String;
     /// The value a learner predicted for this run, read off the result.
     fn measured(&self, on_gpu: bool) -> Option<Measured>;
+    /// The graded tuning-lab attempt this run makes, if it is a lab's.
+    fn lab_attempt(&self) -> Option<LabAttempt>;
 }
 
 struct Typed<E: Experiment> {
@@ -180,6 +188,10 @@ impl<E: Experiment> Finished for Typed<E> {
             unit: quantity.unit,
             scale: quantity.scale,
         })
+    }
+
+    fn lab_attempt(&self) -> Option<LabAttempt> {
+        E::lab_attempt(&self.output)
     }
 }
 

@@ -27,13 +27,79 @@ pub struct PcieLink {
     pub peak_gbps: f64,
 }
 
+/// Which backend computes: the GPU through CUDA, or the CPU stand-in. Stored and sent
+/// as `cuda` or `cpu`; any other stored name reads as the CPU.
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    Default,
+    PartialEq,
+    Eq,
+    Hash,
+    Serialize,
+    serde::Deserialize,
+    utoipa::ToSchema,
+)]
+#[serde(rename_all = "lowercase", from = "String")]
+pub enum DeviceKind {
+    /// An NVIDIA GPU through CUDA.
+    Cuda,
+    /// The CPU stand-in.
+    #[default]
+    Cpu,
+}
+
+impl DeviceKind {
+    /// `cuda` or `cpu`, as stored, sent and shown in provenance.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Cuda => "cuda",
+            Self::Cpu => "cpu",
+        }
+    }
+
+    /// The kind a stored name stands for (`cuda`, else the CPU).
+    pub fn named(name: &str) -> Self {
+        if name == "cuda" {
+            Self::Cuda
+        } else {
+            Self::Cpu
+        }
+    }
+
+    /// Whether this is the GPU.
+    pub fn is_cuda(self) -> bool {
+        self == Self::Cuda
+    }
+
+    /// What a page calls it: `GPU` or `CPU`.
+    pub fn label(self) -> &'static str {
+        match self {
+            Self::Cuda => "GPU",
+            Self::Cpu => "CPU",
+        }
+    }
+}
+
+impl From<String> for DeviceKind {
+    fn from(name: String) -> Self {
+        Self::named(&name)
+    }
+}
+
+impl std::fmt::Display for DeviceKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
 /// What the experiments run on (read back from the database on a web node, where the
 /// workers registered theirs).
 #[derive(Debug, Clone, Serialize, serde::Deserialize, utoipa::ToSchema)]
 pub struct DeviceCard {
     /// `cuda` or `cpu`.
-    #[serde(deserialize_with = "backend_kind")]
-    pub kind: &'static str,
+    pub kind: DeviceKind,
     /// GPU name, or the CPU model on the CPU backend.
     pub name: String,
     /// `major.minor`, GPU only.
@@ -63,11 +129,6 @@ pub struct DeviceCard {
     pub note: String,
 }
 
-fn backend_kind<'de, D: serde::Deserializer<'de>>(d: D) -> Result<&'static str, D::Error> {
-    let kind = <String as serde::Deserialize>::deserialize(d)?;
-    Ok(if kind == "cuda" { "cuda" } else { "cpu" })
-}
-
 /// One-direction PCIe bandwidth per lane in GB/s, after line encoding.
 pub fn pcie_lane_gbps(generation: u32) -> f64 {
     match generation {
@@ -85,7 +146,7 @@ pub fn pcie_lane_gbps(generation: u32) -> f64 {
 pub fn cpu_card(reason: &str) -> DeviceCard {
     let cpu = cpu_info();
     DeviceCard {
-        kind: "cpu",
+        kind: DeviceKind::Cpu,
         name: cpu.model.clone(),
         compute_capability: None,
         sm_count: None,
@@ -153,7 +214,7 @@ pub(super) fn read_card(
     let name = ctx.name().unwrap_or_else(|_| "NVIDIA GPU".to_string());
     let sm_count = attr(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT);
     DeviceCard {
-        kind: "cuda",
+        kind: DeviceKind::Cuda,
         compute_capability: Some(format!("{major}.{minor}")),
         datasheet_clock_mhz: datasheet_clock_mhz(&name, sm_count),
         name,
@@ -236,7 +297,7 @@ mod tests {
     #[test]
     fn the_cpu_card_describes_this_machine() {
         let card = cpu_card("test");
-        assert_eq!(card.kind, "cpu");
+        assert_eq!(card.kind, DeviceKind::Cpu);
         assert!(card.cpu.logical_cores >= 1);
         assert!(!card.name.is_empty());
         assert!(card.note.contains("CPU"));

@@ -11,6 +11,7 @@
 
 use serde::Serialize;
 
+use super::card::DeviceKind;
 use super::error::{DriverContext, GpuError};
 use super::launch::Kernels;
 use super::loader::{driver_version, guarded, require_driver};
@@ -49,7 +50,7 @@ pub struct Report {
     /// Layers in order, lowest first.
     pub layers: Vec<Layer>,
     /// The backend the server uses as a result: `cuda` or `cpu`.
-    pub backend: &'static str,
+    pub backend: DeviceKind,
     /// One sentence a newcomer can act on.
     pub verdict: String,
 }
@@ -81,15 +82,15 @@ fn skipped(name: &'static str, because: &str) -> Layer {
 }
 
 /// `cuda` when every required (not advisory) layer passed, else `cpu`.
-pub fn backend_for(layers: &[Layer]) -> &'static str {
+pub fn backend_for(layers: &[Layer]) -> DeviceKind {
     if layers
         .iter()
         .filter(|l| !l.advisory)
         .all(|l| l.status == Status::Ok)
     {
-        "cuda"
+        DeviceKind::Cuda
     } else {
-        "cpu"
+        DeviceKind::Cpu
     }
 }
 
@@ -276,7 +277,7 @@ mod tests {
         let report = run();
         assert_eq!(report.layers.len(), 7);
         assert!(report.layers.iter().all(|l| !l.detail.is_empty()));
-        if report.backend == "cpu" {
+        if !report.backend.is_cuda() {
             assert!(
                 report.verdict.contains("first broken layer"),
                 "{}",
@@ -308,7 +309,7 @@ mod tests {
             fake("NVML sees GPUs", Status::Failed, true),
             fake("CUDA context on device 0", Status::Ok, false),
         ];
-        assert_eq!(backend_for(&layers), "cuda");
+        assert_eq!(backend_for(&layers), DeviceKind::Cuda);
         let verdict = verdict_for(&layers, true);
         assert!(
             verdict.starts_with("Experiments run on the GPU"),
@@ -327,7 +328,7 @@ mod tests {
             fake("NVML sees GPUs", Status::Ok, true),
             fake("CUDA context on device 0", Status::Skipped, false),
         ];
-        assert_eq!(backend_for(&layers), "cpu");
+        assert_eq!(backend_for(&layers), DeviceKind::Cpu);
         let verdict = verdict_for(&layers, false);
         assert!(verdict.contains("`CUDA driver library loads`"), "{verdict}");
         assert!(

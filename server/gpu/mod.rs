@@ -52,7 +52,7 @@ pub mod timer;
 pub mod visible;
 
 pub use blas::{Blas, BlasScalar, Compute, Operand, Output};
-pub use card::DeviceCard;
+pub use card::{DeviceCard, DeviceKind};
 pub use device::{Gpu, PinnedBuffer};
 pub use error::GpuError;
 pub use graph::Graph;

@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use serde::Serialize;
 
-use crate::gpu::GpuProcess;
+use crate::gpu::{DeviceKind, GpuProcess};
 use crate::host::{self, process_resident_bytes};
 pub use class::{Caps, PlaygroundView, Playgrounds};
 use pool::Source;
@@ -23,7 +23,7 @@ use pool::Source;
 #[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 pub struct Snapshot {
     /// `cuda` or `cpu`.
-    pub backend: &'static str,
+    pub backend: DeviceKind,
     /// NVML: device memory in use (all processes, plus driver reservations).
     pub nvml_used_bytes: Option<u64>,
     /// NVML: device memory in total.
@@ -46,7 +46,7 @@ pub struct Snapshot {
 pub fn snapshot(source: &Source) -> Snapshot {
     let host = host::memory();
     let mut snap = Snapshot {
-        backend: "cpu",
+        backend: DeviceKind::Cpu,
         nvml_used_bytes: None,
         nvml_total_bytes: None,
         driver_free_bytes: None,
@@ -58,7 +58,7 @@ pub fn snapshot(source: &Source) -> Snapshot {
     };
     if let Source::Device(memory) = source {
         let report = memory.report();
-        snap.backend = "cuda";
+        snap.backend = DeviceKind::Cuda;
         snap.nvml_used_bytes = report.nvml_used_bytes;
         snap.nvml_total_bytes = report.nvml_total_bytes;
         snap.driver_free_bytes = report.driver_free_bytes;
@@ -168,7 +168,7 @@ mod tests {
     fn the_cpu_snapshot_reads_host_memory() {
         let snap = snapshot(&Source::Host);
         assert!(snapshot_table(&snap).contains("backend            : cpu"));
-        assert_eq!(snap.backend, "cpu");
+        assert_eq!(snap.backend, DeviceKind::Cpu);
         assert!(snap.host_total_bytes.unwrap() > 0);
         assert!(snap.process_resident_bytes.unwrap() > 0);
         assert!(snap.driver_total_bytes.is_none());

@@ -166,6 +166,18 @@ impl AppError {
     }
 }
 
+impl From<crate::classroom::ClassroomError> for AppError {
+    fn from(error: crate::classroom::ClassroomError) -> Self {
+        use crate::classroom::ClassroomError as E;
+        match error {
+            E::Malformed(message) => Self::BadRequest(message),
+            E::Invalid(message) => Self::Invalid(message),
+            E::Conflict(message) => Self::Conflict(message),
+            E::Database(e) => Self::Database(e),
+        }
+    }
+}
+
 impl IntoResponse for AppError {
     fn into_response(self) -> Response {
         let status = self.status();

@@ -6,6 +6,8 @@
 //! network address has a budget of writes per minute, all its students together. IPv6
 //! addresses count per /64, the block one machine can choose from freely.
 //! [`student_layer`](super::student_layer) asks [`refusal`] before each student route.
+//! Also the gate in front of new work while the database cannot keep its outcome
+//! ([`refuse_new_work_unless_writable`]).
 
 use std::net::IpAddr;
 use std::num::NonZeroU32;
@@ -19,6 +21,7 @@ use governor::clock::{Clock, DefaultClock};
 use governor::{DefaultKeyedRateLimiter, Quota, RateLimiter};
 
 use super::error::{ApiError, AppError};
+use crate::db::Db;
 
 /// A keyed rate limit per network address.
 pub struct AddressLimiter {
@@ -89,7 +92,7 @@ pub fn refusal(
         ));
     }
     let limiter = limiter?;
-    let address = super::serve::peer(request.extensions())?.ip();
+    let address = super::identity::peer(request.extensions())?.ip();
     let wait = limiter.check(address).err()?;
     let secs = wait.as_secs_f64().ceil().max(1.0) as u64;
     Some(refuse(
@@ -109,6 +112,16 @@ fn refuse(api: bool, error: AppError) -> Response {
         ApiError(error).into_response()
     } else {
         error.into_response()
+    }
+}
+
+/// `Err` (a 503 naming `what` and why) while the database `db` takes no writes: the
+/// queue and the playground start nothing whose outcome could not be kept. Probes at
+/// most once a second, so this also notices when space returns.
+pub async fn refuse_new_work_unless_writable(db: &Db, what: &'static str) -> Result<(), AppError> {
+    match db.writability().await.unwritable {
+        Some(why) => Err(AppError::Paused { what, why }),
+        None => Ok(()),
     }
 }
 

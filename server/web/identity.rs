@@ -8,6 +8,7 @@
 //! test, a first visit) gets a new id each time: the id's random bits come from a
 //! per-thread pool refilled from the operating system 256 ids at a time rather than a
 //! system call each, and the cookie header is written out directly.
+//! Also the request's peer address ([`peer`]), which the per-address limits read.
 
 use std::cell::RefCell;
 
@@ -130,6 +131,14 @@ pub fn cookie<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
             let (key, value) = pair.trim().split_once('=')?;
             (key.trim() == name).then(|| value.trim())
         })
+}
+
+/// The peer address of a request served by `web::serve` (absent in unit tests that
+/// call the router directly).
+pub fn peer(request_extensions: &axum::http::Extensions) -> Option<std::net::SocketAddr> {
+    request_extensions
+        .get::<axum::extract::ConnectInfo<std::net::SocketAddr>>()
+        .map(|c| c.0)
 }
 
 #[cfg(test)]

@@ -61,7 +61,7 @@ impl FromRequestParts<AppState> for Caller {
                 .and_then(|v| v.to_str().ok())
                 .and_then(|v| v.strip_prefix("Bearer "))
                 .map(|t| t.trim().to_string()),
-            address: crate::web::serve::peer(&parts.extensions).map(|p| p.ip()),
+            address: crate::web::identity::peer(&parts.extensions).map(|p| p.ip()),
         })
     }
 }

@@ -8,14 +8,19 @@ use std::collections::HashMap;
 use askama::Template;
 use serde::Serialize;
 
-use super::gradebook_table::{QuizFigures, Row, SortKey, View};
+use crate::classroom::gradebook::shown_name;
+use crate::classroom::gradebook::{QuizFigures, Row, SortKey, View};
 use crate::course::Course;
 use crate::course::html::{escape, inline_code};
 use crate::course::search::SectionRef;
 use crate::db::class_summary::MissedByStudents;
-use crate::db::experiment_history::StoredRun;
+use crate::db::experiment_history::{self, StoredRun};
+use crate::db::gradebook;
 use crate::engine::QueueStats;
+use crate::gpu::DeviceKind;
+use crate::web::error::AppError;
 use crate::web::page::Layout;
+use crate::web::state::AppState;
 
 /// The class gradebook.
 #[derive(Template)]
@@ -56,11 +61,11 @@ pub struct InstructorPage<'a> {
     /// The shared GPU now.
     pub live: LiveView,
     /// The class round, when one is open.
-    pub round: Option<crate::web::routes::class_round::InstructorRound>,
+    pub round: Option<crate::classroom::round::InstructorRound>,
     /// Experiments a round can be opened for: name and title.
     pub round_choices: Vec<(String, String)>,
     /// The class's predictions before live experiments, one strip per question.
-    pub predictions: Vec<crate::web::calibration::Strip>,
+    pub predictions: Vec<crate::classroom::calibration::Strip>,
     /// A confirmation after renaming or merging.
     pub notice: Option<String>,
     /// The page's script.
@@ -201,7 +206,7 @@ pub struct LiveView {
     /// The device's name and backend.
     pub device: String,
     /// `cuda` or `cpu`.
-    pub backend: &'static str,
+    pub backend: DeviceKind,
     /// Memory in use and in total, in MiB (device memory on a GPU, host RAM on the CPU).
     pub memory_used_mib: Option<f64>,
     /// See `memory_used_mib`.
@@ -220,7 +225,7 @@ impl LiveView {
     /// What the class shares, for the page's words: `GPU` on a GPU, `CPU` on a server
     /// that runs the experiments on its CPU (so a button never promises a GPU it lacks).
     pub fn unit(&self) -> &'static str {
-        if self.backend == "cuda" { "GPU" } else { "CPU" }
+        self.backend.label()
     }
 }
 
@@ -284,4 +289,92 @@ pub fn short_time(iso: &str) -> String {
         Some(minutes) => format!("{} UTC", minutes.replace('T', " ")),
         None => iso.to_string(),
     }
+}
+/// Finished experiments listed on the live view.
+const RECENT_RUNS: usize = 20;
+
+/// The shared GPU now: device, memory, queue, use per student and the latest runs.
+pub async fn live_view(state: &AppState) -> Result<LiveView, AppError> {
+    let (names, key, recent, totals) = state
+        .db
+        .run(|tx| {
+            Ok((
+                gradebook::display_names(tx)?,
+                gradebook::pseudonym_key(tx)?,
+                experiment_history::recent(tx, RECENT_RUNS)?,
+                experiment_history::totals_by_student(tx)?,
+            ))
+        })
+        .await?;
+    let name = |id: &str| {
+        shown_name(
+            names.get(id).map(String::as_str),
+            &gradebook::pseudonym(&key, id),
+        )
+    };
+    let playgrounds = state.engine.playgrounds.clone();
+    let memory =
+        tokio::task::spawn_blocking(move || crate::playground::snapshot(playgrounds.source()))
+            .await
+            .ok();
+    let (used, total) = match &memory {
+        Some(m) if m.backend.is_cuda() => (m.nvml_used_bytes, m.nvml_total_bytes),
+        Some(m) => (
+            m.host_total_bytes
+                .zip(m.host_available_bytes)
+                .map(|(t, a)| t.saturating_sub(a)),
+            m.host_total_bytes,
+        ),
+        None => (None, None),
+    };
+    let mib = |bytes: Option<u64>| bytes.map(|b| (b as f64 / f64::from(1u32 << 20)).round());
+    // Waiting or running now, and refused since start-up, from the queue's own records.
+    let now: HashMap<String, (u64, u64)> = state
+        .engine
+        .usage()
+        .await
+        .into_iter()
+        .map(|(id, u)| {
+            let active = u.submitted.saturating_sub(u.done + u.failed);
+            (id, (active, u.rejected))
+        })
+        .collect();
+    let mut ids: Vec<&String> = totals.iter().map(|(id, ..)| id).collect();
+    ids.extend(
+        now.keys()
+            .filter(|id| !totals.iter().any(|(t, ..)| t == *id)),
+    );
+    let gpu_use = ids
+        .into_iter()
+        .map(|id| {
+            let (done, failed, busy_secs) = totals
+                .iter()
+                .find(|(t, ..)| t == id)
+                .map_or((0, 0, 0.0), |(_, d, f, s)| (*d, *f, *s));
+            GpuUseRow {
+                name: name(id),
+                active_now: now.get(id).map_or(0, |n| n.0),
+                refused: now.get(id).map_or(0, |n| n.1),
+                done,
+                failed,
+                busy_secs,
+                playground_mib: state.engine.playgrounds.reserved_by(id) as f64
+                    / f64::from(1u32 << 20),
+            }
+        })
+        .collect();
+    let taken_at = state.db.run(crate::db::clock::text_to_the_second).await?;
+    Ok(LiveView {
+        device: state.engine.card.name.clone(),
+        backend: state.engine.card.kind,
+        memory_used_mib: mib(used),
+        memory_total_mib: mib(total),
+        queue: state.engine.stats().await,
+        gpu_use,
+        recent: recent
+            .into_iter()
+            .map(|stored| RecentRun::new(name(&stored.run.student_id), stored))
+            .collect(),
+        taken_at: short_time(&taken_at),
+    })
 }

@@ -6,12 +6,13 @@
 
 use askama::Template;
 
-use super::learner_flow::long_date;
 use super::page::Layout;
+use crate::classroom::learner_flow::long_date;
 use crate::course::Course;
 use crate::course::html::slugify;
 use crate::db::lab_attempts::LabRecord;
 use crate::experiments::labs::{self, Verdict};
+use crate::gpu::DeviceKind;
 
 /// The Labs page.
 #[derive(Template)]
@@ -82,7 +83,7 @@ pub fn rows(course: &Course, records: &[LabRecord]) -> Vec<LabRow> {
                 attempts: r.attempts,
                 passed: r.passed,
                 latest_word: word(&r.latest_verdict),
-                backend: if r.latest_backend == "cuda" {
+                backend: if DeviceKind::named(&r.latest_backend).is_cuda() {
                     "the GPU"
                 } else {
                     "the CPU"

@@ -4,8 +4,8 @@
 
 use askama::Template;
 
-use super::learner_flow::DeviceStatus;
 use super::page::Layout;
+use crate::classroom::learner_flow::DeviceStatus;
 use crate::course::Lesson;
 use crate::course::search::Results;
 use crate::format::{gib, thousands};
@@ -36,13 +36,13 @@ pub struct AboutPage<'a> {
 pub fn card_rows(card: &DeviceCard) -> Vec<(&'static str, String)> {
     let mut rows = vec![(
         "Runs on",
-        if card.kind == "cuda" {
+        if card.kind.is_cuda() {
             "GPU (CUDA)".to_string()
         } else {
             "CPU (no GPU in use)".to_string()
         },
     )];
-    if card.kind == "cuda" {
+    if card.kind.is_cuda() {
         rows.push(("Name", card.name.clone()));
         if let Some(cc) = &card.compute_capability {
             rows.push(("Compute capability", cc.clone()));

@@ -6,33 +6,28 @@
 //! on the way out [`error`]'s single `IntoResponse` or a typed [`page`] ([`quiz_pages`]
 //! for the quiz form and results, [`learner_pages`] for about, search and completion,
 //! [`lab_pages`] for the tuning labs and their latest graded results).
-//! The learner's way through the course — next steps after a quiz, where to continue,
-//! the device status line — is worked out in [`learner_flow`]; the instructor's
-//! gradebook is sorted, filtered and paged in [`gradebook_table`] and shaped for its
-//! page and live JSON in [`instructor_pages`]. Static files come from
+//! What the pages show is worked out in the class's domain (`classroom`: the learner's
+//! path, the gradebook's read model and table, class rounds, calibration, measured
+//! grading); the instructor's gradebook is shaped for its page, and the live view of
+//! the shared GPU read, in [`instructor_pages`]. Static files come from
 //! [`assets`], and they and the pages that are the same for everyone are served
 //! pre-compressed by [`encoded`]; the API's [`openapi`] document is generated from the
 //! handlers and the experiment registry. Nothing outside this folder imports it except
 //! `main`.
 
 pub mod assets;
-pub mod calibration;
-pub mod class_round;
 pub mod encoded;
 pub mod error;
 pub mod extract;
-pub mod gradebook_table;
 pub mod guard;
 pub mod identity;
 pub mod instructor_access;
 pub mod instructor_pages;
 pub mod lab_pages;
 pub mod layers;
-pub mod learner_flow;
 pub mod learner_pages;
 pub mod lint_page;
 pub mod login_guard;
-pub mod measurements;
 pub mod openapi;
 pub mod page;
 pub mod quiz_pages;

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use askama::Template;
 
 use super::encoded::Encoded;
-use super::learner_flow::{Continue, DeviceStatus};
+use crate::classroom::learner_flow::{Continue, DeviceStatus};
 use crate::course::notebook;
 use crate::course::{Course, Lesson};
 use crate::db::progress::QuizProgress;
@@ -97,7 +97,7 @@ pub struct HomePage<'a> {
     /// The home page's script ("Continue" prefers a lesson read further on).
     pub script: String,
     /// How close the student's predictions before live experiments came.
-    pub calibration: crate::web::calibration::Calibration,
+    pub calibration: crate::classroom::calibration::Calibration,
 }
 
 /// A student's state on one quiz, for the home page and the quiz's status line.

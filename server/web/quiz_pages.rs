@@ -9,8 +9,8 @@ use std::collections::HashMap;
 
 use askama::Template;
 
-use super::learner_flow::Step;
 use super::page::{Layout, QuizState};
+use crate::classroom::learner_flow::Step;
 use crate::course::grading::Graded;
 use crate::course::html::inline_code;
 use crate::course::quiz::Quiz;

@@ -11,7 +11,6 @@
 
 use std::collections::BTreeMap;
 use std::future::Future;
-use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -244,14 +243,6 @@ pub async fn serve(
     drop(listener);
     graceful.shutdown().await;
     Ok(())
-}
-
-/// The peer address of a request served by [`serve`] (absent in unit tests that call
-/// the router directly).
-pub fn peer(request_extensions: &axum::http::Extensions) -> Option<SocketAddr> {
-    request_extensions
-        .get::<ConnectInfo<SocketAddr>>()
-        .map(|c| c.0)
 }
 
 #[cfg(test)]

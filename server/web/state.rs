@@ -9,9 +9,10 @@ use std::sync::Arc;
 
 use super::assets::Assets;
 use super::guard::AddressLimiter;
-use super::learner_flow::DeviceStatus;
 use super::login_guard::{LoginGuard, check_token};
 use super::page::{Layout, Prerendered};
+use crate::classroom::Classroom;
+use crate::classroom::learner_flow::DeviceStatus;
 use crate::config::Config;
 use crate::course::problem::Problems;
 use crate::course::{ContentSource, Course};
@@ -56,7 +57,7 @@ pub struct Shared {
     pub experiment_limiter: Arc<StudentLimiter>,
     /// Per-student quiz and exam attempt rate limit.
     pub attempt_limiter: Arc<StudentLimiter>,
-    /// Script checks per student ([`crate::web::routes::lint::CHECKS_PER_MINUTE`]).
+    /// Script checks per student (`--script-checks-per-minute`).
     pub lint_limiter: Arc<StudentLimiter>,
     /// Writes per network address.
     pub write_limiter: Arc<AddressLimiter>,
@@ -67,8 +68,8 @@ pub struct Shared {
     pub resume_guard: Arc<LoginGuard>,
     /// Prometheus metrics.
     pub metrics: Arc<Metrics>,
-    /// This server's recent measurements (hardware-graded quiz questions).
-    pub measurements: Arc<crate::web::measurements::Measurements>,
+    /// The class's domain: rounds, measured grading, the gradebook's read model.
+    pub classroom: Classroom,
     /// The CPU SGEMM reference record (`--cpu-reference`), read once at start-up, when
     /// it was made on the CPU the experiments run on; `/api/device` serves it.
     pub blas_reference: Option<BlasReference>,
@@ -145,27 +146,26 @@ impl AppState {
                 );
             })
             .ok();
-        let measurements = Arc::new(crate::web::measurements::Measurements::new(db.clone()));
         let metrics = Metrics::new(engine.clone());
+        let course = Arc::new(course);
+        let classroom = Classroom::new(db.clone(), engine.clone(), Arc::clone(&course));
         Ok(Self(Arc::new(Shared {
             experiment_limiter: Arc::new(StudentLimiter::new(config.limits.experiments_per_minute)),
             attempt_limiter: Arc::new(StudentLimiter::new(config.limits.attempts_per_minute)),
-            lint_limiter: Arc::new(StudentLimiter::new(
-                crate::web::routes::lint::CHECKS_PER_MINUTE,
-            )),
+            lint_limiter: Arc::new(StudentLimiter::new(config.limits.script_checks_per_minute)),
             write_limiter: AddressLimiter::new(config.limits.writes_per_minute_per_address),
             login_guard: Arc::default(),
             resume_guard: Arc::new(LoginGuard::per_address()),
             metrics: Arc::new(metrics),
             config: Arc::new(config),
-            course: Arc::new(course),
+            course,
             assets: Arc::new(assets),
             layout: Arc::new(layout),
             pages: Arc::new(pages),
             device: Arc::new(device),
             db,
             engine,
-            measurements,
+            classroom,
             blas_reference,
         })))
     }

@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 use crate::support::BinaryServer;
 
 /// `ci` in CI, `full` with `ABUSE_FULL=1`.
-pub fn scale(ci: usize, full: usize) -> usize {
+pub(crate) fn scale(ci: usize, full: usize) -> usize {
     if std::env::var_os("ABUSE_FULL").is_some() {
         full
     } else {
@@ -24,33 +24,33 @@ pub fn scale(ci: usize, full: usize) -> usize {
 }
 
 /// A real server with `args`, on a fresh database (kept as long as the server).
-pub struct Server {
+pub(crate) struct Server {
     pub server: BinaryServer,
     _dir: tempfile::TempDir,
 }
 
 impl Server {
-    pub fn start(args: &[&str]) -> Self {
+    pub(crate) fn start(args: &[&str]) -> Self {
         Self::start_with(args, &[], &[])
     }
 
-    pub fn start_with(args: &[&str], env: &[(&str, &str)], prefix: &[&str]) -> Self {
+    pub(crate) fn start_with(args: &[&str], env: &[(&str, &str)], prefix: &[&str]) -> Self {
         let dir = tempfile::tempdir().unwrap();
         let server = BinaryServer::launch(&dir.path().join("gpulab.db"), args, env, prefix);
         Self { server, _dir: dir }
     }
 
-    pub fn base(&self) -> &str {
+    pub(crate) fn base(&self) -> &str {
         &self.server.base
     }
 
-    pub fn database(&self) -> std::path::PathBuf {
+    pub(crate) fn database(&self) -> std::path::PathBuf {
         self._dir.path().join("gpulab.db")
     }
 }
 
 /// A client from `address`, keeping no connection between requests when `fresh`.
-pub fn client_from(address: &str, cookie: Option<&str>) -> reqwest::Client {
+pub(crate) fn client_from(address: &str, cookie: Option<&str>) -> reqwest::Client {
     let mut headers = reqwest::header::HeaderMap::new();
     if let Some(id) = cookie {
         headers.insert(
@@ -72,10 +72,10 @@ pub fn client_from(address: &str, cookie: Option<&str>) -> reqwest::Client {
 /// Tests judge them by what a lockout or a stall does, not by their slowest few: one
 /// scheduling hiccup of a loaded 2-core box can take any single request past 50 ms, but
 /// a locked-out student gets no answer and a blocked async worker slows a whole run.
-pub struct Latencies(Vec<Duration>);
+pub(crate) struct Latencies(Vec<Duration>);
 
 impl Latencies {
-    pub async fn of_healthz(base: &str, n: usize) -> Self {
+    pub(crate) async fn of_healthz(base: &str, n: usize) -> Self {
         let client = reqwest::Client::builder()
             .pool_max_idle_per_host(0)
             .timeout(Duration::from_secs(20))
@@ -102,24 +102,24 @@ impl Latencies {
     }
 
     /// The `q` quantile (0..=1), nearest rank.
-    pub fn quantile(&self, q: f64) -> Duration {
+    pub(crate) fn quantile(&self, q: f64) -> Duration {
         let n = self.0.len();
         let rank = ((n as f64 * q).ceil() as usize).clamp(1, n);
         self.0[rank - 1]
     }
 
     /// The share of requests slower than `limit`.
-    pub fn share_over(&self, limit: Duration) -> f64 {
+    pub(crate) fn share_over(&self, limit: Duration) -> f64 {
         self.0.iter().filter(|t| **t > limit).count() as f64 / self.0.len() as f64
     }
 
-    pub fn slowest(&self) -> Duration {
+    pub(crate) fn slowest(&self) -> Duration {
         *self.0.last().unwrap()
     }
 }
 
 /// The value of an unlabelled metric (or one with exactly `labels`) in `/metrics`.
-pub async fn metric(base: &str, name_and_labels: &str) -> Option<f64> {
+pub(crate) async fn metric(base: &str, name_and_labels: &str) -> Option<f64> {
     let text = reqwest::get(format!("{base}/metrics"))
         .await
         .ok()?
@@ -135,7 +135,7 @@ pub async fn metric(base: &str, name_and_labels: &str) -> Option<f64> {
 /// compresses every page and asset has said it finished, the engine's ceilings are
 /// measured (they fill two 64 MiB buffers), and then two readings half a second apart
 /// differ by less than 256 KiB (at most 20 s of waiting).
-pub async fn settled_resident_bytes(server: &crate::support::BinaryServer) -> u64 {
+pub(crate) async fn settled_resident_bytes(server: &crate::support::BinaryServer) -> u64 {
     let precompressed =
         server.wait_for_log("pages and assets precompressed", Duration::from_secs(60));
     assert!(

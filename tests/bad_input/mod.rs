@@ -19,7 +19,7 @@ use crate::support::quiz::json_answers;
 use crate::support::spawn;
 
 /// Values no numeric field accepts: out of range, the wrong type, or not JSON at all.
-pub const BAD_VALUES: &[&str] = &[
+pub(crate) const BAD_VALUES: &[&str] = &[
     "18446744073709551616",
     "-1",
     "-9223372036854775809",
@@ -39,7 +39,7 @@ pub const BAD_VALUES: &[&str] = &[
 ];
 
 /// Bodies that are not JSON, or not an object: each must be a 400.
-pub fn malformed_bodies() -> Vec<Vec<u8>> {
+pub(crate) fn malformed_bodies() -> Vec<Vec<u8>> {
     let deep = format!("{}{}", "[".repeat(10_000), "]".repeat(10_000));
     vec![
         b"{".to_vec(),

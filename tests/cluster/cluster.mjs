@@ -84,7 +84,7 @@ const LONG = { experiment: 'training', params: { steps: 1500, hidden: 128, batch
 /** Slack on top of lease + run time for the killed worker's job (a free worker must reap it). */
 const KILLED_JOB_MARGIN_S = 6;
 const STOPPED_TWICE = /stopped twice/i;
-/** The owner of the runs web nodes queue to grade measured quiz questions (server/web/measurements.rs). */
+/** The owner of the runs web nodes queue to grade measured quiz questions (server/classroom/measurements.rs). */
 const GRADER = 'quiz-grader';
 
 function whole(name, fallback) {

@@ -15,10 +15,10 @@ use crate::support::TestApp;
 use crate::support::quiz::json_answers;
 
 /// The instructor token these tests start the server with.
-pub const TOKEN: &str = "cockpit-token-long-enough-to-be-accepted-0123";
+pub(crate) const TOKEN: &str = "cockpit-token-long-enough-to-be-accepted-0123";
 
 /// `client` submits `right` correct answers to `quiz_id` (asserting it was stored).
-pub async fn attempt(app: &TestApp, client: &reqwest::Client, quiz_id: &str, right: usize) {
+pub(crate) async fn attempt(app: &TestApp, client: &reqwest::Client, quiz_id: &str, right: usize) {
     let quiz = app.state.course.quiz(quiz_id).unwrap().clone();
     let response = client
         .post(format!("{}/api/quizzes/{quiz_id}/attempts", app.base))
@@ -30,7 +30,7 @@ pub async fn attempt(app: &TestApp, client: &reqwest::Client, quiz_id: &str, rig
 }
 
 /// The page at `path` as the instructor (bearer token).
-pub async fn instructor_get(app: &TestApp, path: &str) -> reqwest::Response {
+pub(crate) async fn instructor_get(app: &TestApp, path: &str) -> reqwest::Response {
     reqwest::Client::new()
         .get(format!("{}{path}", app.base))
         .bearer_auth(TOKEN)
@@ -40,7 +40,7 @@ pub async fn instructor_get(app: &TestApp, path: &str) -> reqwest::Response {
 }
 
 /// The pseudonym shown under `name` in the gradebook page `html`.
-pub fn pseudonym_of(html: &str, name: &str) -> String {
+pub(crate) fn pseudonym_of(html: &str, name: &str) -> String {
     let at = html
         .find(&format!(
             "<th scope=\"row\">{name} <span class=\"pseudonym\">"

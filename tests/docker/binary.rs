@@ -12,14 +12,14 @@ use crate::support::repo_path;
 
 /// What `gpulab serve --help` (or another subcommand's help) says about the environment:
 /// every variable and its default, and the help text itself for its flags.
-pub struct ServeEnv {
+pub(super) struct ServeEnv {
     pub names: BTreeSet<String>,
     pub defaults: BTreeMap<String, String>,
     pub help: String,
 }
 
 impl ServeEnv {
-    pub fn load() -> Self {
+    pub(super) fn load() -> Self {
         let parsed = Self::of(&["serve"]);
         assert!(
             parsed.names.contains("GPULAB_ADDR") && parsed.names.contains("GPULAB_DATABASE"),
@@ -31,7 +31,7 @@ impl ServeEnv {
 
     /// What `gpulab worker --help` says: the GPU worker of the PostgreSQL setup
     /// (docker/compose.postgres.yaml, docker/k8s/worker.yaml).
-    pub fn worker() -> Self {
+    pub(super) fn worker() -> Self {
         let parsed = Self::of(&["worker"]);
         assert!(
             parsed.names.contains("GPULAB_GPU") && parsed.names.contains("GPULAB_DATABASE"),
@@ -63,7 +63,7 @@ impl ServeEnv {
     }
 
     /// Whether the help lists `flag` (`--role`), alone or after its short form (`-r, --role`).
-    pub fn has_flag(&self, flag: &str) -> bool {
+    pub(super) fn has_flag(&self, flag: &str) -> bool {
         self.help.lines().any(|line| {
             let line = line.trim_start();
             let line = match line.split_once(", ") {
@@ -77,7 +77,7 @@ impl ServeEnv {
 
     /// The value a variable has in the container: set (uncommented) in .env.example,
     /// else the binary's default.
-    pub fn effective(&self, name: &str, example: &EnvExample) -> Option<u64> {
+    pub(super) fn effective(&self, name: &str, example: &EnvExample) -> Option<u64> {
         example
             .set
             .get(name)
@@ -92,7 +92,7 @@ impl ServeEnv {
 /// Reads `[env: NAME=…]` / `[env: NAME]` and the `[default: …]` that follows it. clap
 /// puts them on lines of their own (long help, as `serve` has) or at the end of the
 /// description line (short help, as `worker` has).
-pub fn parse_serve_help(help: &str) -> ServeEnv {
+pub(super) fn parse_serve_help(help: &str) -> ServeEnv {
     let mut names = BTreeSet::new();
     let mut defaults = BTreeMap::new();
     let mut current: Option<String> = None;
@@ -130,7 +130,7 @@ pub fn parse_serve_help(help: &str) -> ServeEnv {
 
 /// Environment variables the server reads directly (`std::env::var("GPULAB_…")`) rather
 /// than through a `serve` flag, e.g. GPULAB_CUDA_INCLUDE for NVRTC's headers.
-pub fn variables_read_by_the_server() -> BTreeSet<String> {
+pub(super) fn variables_read_by_the_server() -> BTreeSet<String> {
     let mut names = BTreeSet::new();
     for file in files_under(&repo_path("server")) {
         if file.extension().is_some_and(|e| e == "rs") {
@@ -147,7 +147,7 @@ pub fn variables_read_by_the_server() -> BTreeSet<String> {
 /// Environment variables the image's own test scripts read (`${GPULAB_…`), e.g.
 /// GPULAB_IMAGE_BIN in tests/image/build.sh: the guide may name them for whoever builds
 /// the image by hand, but only as the scripts really read them.
-pub fn variables_read_by_the_image_scripts() -> BTreeSet<String> {
+pub(super) fn variables_read_by_the_image_scripts() -> BTreeSet<String> {
     let mut names = BTreeSet::new();
     for file in files_under(&repo_path("tests/image")) {
         if file.extension().is_some_and(|e| e == "sh") {
@@ -166,7 +166,7 @@ pub fn variables_read_by_the_image_scripts() -> BTreeSet<String> {
 
 /// Every `GPULAB_…` name in `text`; prefixes written as a family (`GPULAB_*`,
 /// `GPULAB_MAX_*`) are left out.
-pub fn gpulab_names(text: &str) -> BTreeSet<String> {
+pub(super) fn gpulab_names(text: &str) -> BTreeSet<String> {
     let mut names = BTreeSet::new();
     for (at, _) in text.match_indices("GPULAB_") {
         let before = text[..at].chars().next_back();
@@ -184,12 +184,12 @@ pub fn gpulab_names(text: &str) -> BTreeSet<String> {
     names
 }
 
-pub fn read(relative: &str) -> String {
+pub(super) fn read(relative: &str) -> String {
     std::fs::read_to_string(repo_path(relative))
         .unwrap_or_else(|e| panic!("cannot read {relative}: {e}"))
 }
 
-pub fn files_under(dir: &Path) -> Vec<PathBuf> {
+pub(super) fn files_under(dir: &Path) -> Vec<PathBuf> {
     let mut files = Vec::new();
     let mut stack = vec![dir.to_path_buf()];
     while let Some(dir) = stack.pop() {
@@ -207,7 +207,7 @@ pub fn files_under(dir: &Path) -> Vec<PathBuf> {
 }
 
 /// `path` relative to the repository, with `/` separators.
-pub fn relative(path: &Path) -> String {
+pub(super) fn relative(path: &Path) -> String {
     path.strip_prefix(repo_path(""))
         .unwrap()
         .components()
@@ -217,7 +217,7 @@ pub fn relative(path: &Path) -> String {
 }
 
 /// Resolves `.` and `..` without touching the file system.
-pub fn normalise(path: &Path) -> PathBuf {
+pub(super) fn normalise(path: &Path) -> PathBuf {
     let mut out = PathBuf::new();
     for component in path.components() {
         match component {
@@ -233,7 +233,7 @@ pub fn normalise(path: &Path) -> PathBuf {
 
 /// Everything the compiler reads besides `server/*.rs`: `include_str!`/`include_bytes!`
 /// files, rust-embed `#[folder]`s and askama's template folders.
-pub fn embedded_paths() -> Vec<PathBuf> {
+pub(super) fn embedded_paths() -> Vec<PathBuf> {
     let root = repo_path("");
     let mut paths = Vec::new();
     for file in files_under(&repo_path("server")) {

@@ -11,7 +11,7 @@ use super::binary::read;
 
 /// A YAML value: mapping (in file order), sequence or scalar (as text).
 #[derive(Debug, Clone, PartialEq)]
-pub enum Yaml {
+pub(super) enum Yaml {
     /// `key: value` entries in file order.
     Map(Vec<(String, Yaml)>),
     /// A list.
@@ -47,14 +47,14 @@ impl From<&Value> for Yaml {
 }
 
 /// Parses `text` as YAML, failing the test on invalid YAML.
-pub fn parse_yaml(text: &str) -> Yaml {
+pub(super) fn parse_yaml(text: &str) -> Yaml {
     let value: Value = yaml_serde::from_str(text).unwrap_or_else(|e| panic!("invalid YAML: {e}"));
     Yaml::from(&value)
 }
 
 /// Parses `text` as YAML and applies its `<<` merge keys, as Compose does: a service that
 /// says `<<: *gpulab` gets every key of the `&gpulab` mapping it does not set itself.
-pub fn parse_yaml_merged(text: &str) -> Yaml {
+pub(super) fn parse_yaml_merged(text: &str) -> Yaml {
     let mut value: Value =
         yaml_serde::from_str(text).unwrap_or_else(|e| panic!("invalid YAML: {e}"));
     value
@@ -64,7 +64,7 @@ pub fn parse_yaml_merged(text: &str) -> Yaml {
 }
 
 /// Every non-empty document of a multi-document YAML file (`---` between them).
-pub fn yaml_documents(relative: &str) -> Vec<Yaml> {
+pub(super) fn yaml_documents(relative: &str) -> Vec<Yaml> {
     let text = read(relative);
     yaml_serde::Deserializer::from_str(&text)
         .map(|document| {
@@ -78,7 +78,7 @@ pub fn yaml_documents(relative: &str) -> Vec<Yaml> {
 
 impl Yaml {
     /// Like [`Yaml::at`], naming `file` when the path is missing.
-    pub fn at_in(&self, file: &str, path: &str) -> &Yaml {
+    pub(super) fn at_in(&self, file: &str, path: &str) -> &Yaml {
         path.split('.').fold(self, |value, key| {
             value
                 .get(key)
@@ -86,7 +86,7 @@ impl Yaml {
         })
     }
 
-    pub fn get(&self, key: &str) -> Option<&Yaml> {
+    pub(super) fn get(&self, key: &str) -> Option<&Yaml> {
         match self {
             Yaml::Map(entries) => entries.iter().find(|(k, _)| k == key).map(|(_, v)| v),
             _ => None,
@@ -94,7 +94,7 @@ impl Yaml {
     }
 
     /// The value at a dotted path, or a failure naming the path.
-    pub fn at(&self, path: &str) -> &Yaml {
+    pub(super) fn at(&self, path: &str) -> &Yaml {
         path.split('.').fold(self, |value, key| {
             value
                 .get(key)
@@ -102,21 +102,21 @@ impl Yaml {
         })
     }
 
-    pub fn str(&self) -> &str {
+    pub(super) fn str(&self) -> &str {
         match self {
             Yaml::Str(s) => s,
             other => panic!("expected a scalar, found {other:?}"),
         }
     }
 
-    pub fn seq(&self) -> &[Yaml] {
+    pub(super) fn seq(&self) -> &[Yaml] {
         match self {
             Yaml::Seq(items) => items,
             other => panic!("expected a list, found {other:?}"),
         }
     }
 
-    pub fn keys(&self) -> Vec<&str> {
+    pub(super) fn keys(&self) -> Vec<&str> {
         match self {
             Yaml::Map(entries) => entries.iter().map(|(k, _)| k.as_str()).collect(),
             other => panic!("expected a mapping, found {other:?}"),
@@ -125,7 +125,7 @@ impl Yaml {
 }
 
 /// A compose duration ("90s", "1m30s", "2m") in seconds.
-pub fn duration_secs(text: &str) -> u64 {
+pub(super) fn duration_secs(text: &str) -> u64 {
     let mut total = 0;
     let mut number = String::new();
     for c in text.chars() {
@@ -148,13 +148,13 @@ pub fn duration_secs(text: &str) -> u64 {
     total
 }
 
-pub struct Compose {
+pub(super) struct Compose {
     pub root: Yaml,
     pub service_name: String,
 }
 
 impl Compose {
-    pub fn load() -> Self {
+    pub(super) fn load() -> Self {
         let root = parse_yaml(&read("docker/compose.yaml"));
         let services = root.at("services").keys();
         assert_eq!(
@@ -166,12 +166,12 @@ impl Compose {
         Self { root, service_name }
     }
 
-    pub fn service(&self, path: &str) -> &Yaml {
+    pub(super) fn service(&self, path: &str) -> &Yaml {
         self.root
             .at(&format!("services.{}.{path}", self.service_name))
     }
 
-    pub fn service_opt(&self, key: &str) -> Option<&Yaml> {
+    pub(super) fn service_opt(&self, key: &str) -> Option<&Yaml> {
         self.root.at("services").get(&self.service_name)?.get(key)
     }
 }

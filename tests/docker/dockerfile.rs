@@ -7,24 +7,24 @@ use super::binary::read;
 
 /// One instruction, continuation lines joined and comments dropped.
 #[derive(Debug, Clone)]
-pub struct Instruction {
+pub(super) struct Instruction {
     pub keyword: String,
     pub args: String,
 }
 
 /// The Dockerfile's stages, each a list of instructions starting with its FROM, and the
 /// `ARG`s before the first FROM (which FROM lines may use).
-pub struct Dockerfile {
+pub(super) struct Dockerfile {
     pub stages: Vec<Vec<Instruction>>,
     pub global_args: Vec<Instruction>,
 }
 
 impl Dockerfile {
-    pub fn load() -> Self {
+    pub(super) fn load() -> Self {
         Self::parse(&read("docker/Dockerfile"))
     }
 
-    pub fn parse(text: &str) -> Self {
+    pub(super) fn parse(text: &str) -> Self {
         let mut instructions = Vec::new();
         let mut pending = String::new();
         for line in text.lines() {
@@ -71,7 +71,7 @@ impl Dockerfile {
     }
 
     /// The stage named `AS name`.
-    pub fn stage(&self, name: &str) -> &[Instruction] {
+    pub(super) fn stage(&self, name: &str) -> &[Instruction] {
         let suffix = format!(" as {name}");
         self.stages
             .iter()
@@ -80,16 +80,16 @@ impl Dockerfile {
     }
 
     /// The image the container runs: the last stage.
-    pub fn runtime(&self) -> &[Instruction] {
+    pub(super) fn runtime(&self) -> &[Instruction] {
         self.stages.last().expect("a FROM")
     }
 
     /// The stage named `AS builder`.
-    pub fn builder(&self) -> &[Instruction] {
+    pub(super) fn builder(&self) -> &[Instruction] {
         self.stage("builder")
     }
 
-    pub fn all(stage: &[Instruction], keyword: &str) -> Vec<String> {
+    pub(super) fn all(stage: &[Instruction], keyword: &str) -> Vec<String> {
         stage
             .iter()
             .filter(|i| i.keyword == keyword)
@@ -97,7 +97,7 @@ impl Dockerfile {
             .collect()
     }
 
-    pub fn one(stage: &[Instruction], keyword: &str) -> String {
+    pub(super) fn one(stage: &[Instruction], keyword: &str) -> String {
         let all = Self::all(stage, keyword);
         assert_eq!(
             all.len(),
@@ -108,7 +108,7 @@ impl Dockerfile {
     }
 
     /// ENV in the runtime stage, as name → value (both `K=V …` and `K V` forms).
-    pub fn env(&self) -> BTreeMap<String, String> {
+    pub(super) fn env(&self) -> BTreeMap<String, String> {
         let mut env = BTreeMap::new();
         for args in Self::all(self.runtime(), "ENV") {
             if !args.split_whitespace().next().unwrap_or("").contains('=') {
@@ -127,12 +127,12 @@ impl Dockerfile {
     }
 
     /// `apt-get install` arguments in the runtime stage, flags left out.
-    pub fn apt_packages(&self) -> Vec<String> {
+    pub(super) fn apt_packages(&self) -> Vec<String> {
         Self::apt_packages_of(self.runtime())
     }
 
     /// `apt-get install` arguments in `stage`, flags left out.
-    pub fn apt_packages_of(stage: &[Instruction]) -> Vec<String> {
+    pub(super) fn apt_packages_of(stage: &[Instruction]) -> Vec<String> {
         let mut packages = Vec::new();
         for run in Self::all(stage, "RUN") {
             for command in run.split("&&") {
@@ -151,12 +151,12 @@ impl Dockerfile {
     }
 }
 
-pub fn unquote(value: &str) -> String {
+pub(super) fn unquote(value: &str) -> String {
     value.trim().trim_matches('"').to_string()
 }
 
 /// The elements of a JSON-array (exec form) instruction, or the shell form as one string.
-pub fn exec_form(args: &str) -> Vec<String> {
+pub(super) fn exec_form(args: &str) -> Vec<String> {
     if args.starts_with('[') {
         serde_json::from_str(args).unwrap_or_else(|e| panic!("bad exec form {args}: {e}"))
     } else {
@@ -165,7 +165,7 @@ pub fn exec_form(args: &str) -> Vec<String> {
 }
 
 /// `http://127.0.0.1:PORT/PATH` (or localhost) inside a health-check command.
-pub fn health_url(command: &str) -> (u16, String) {
+pub(super) fn health_url(command: &str) -> (u16, String) {
     let start = command
         .find("http://127.0.0.1:")
         .or_else(|| command.find("http://localhost:"))

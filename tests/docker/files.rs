@@ -7,14 +7,14 @@ use std::collections::BTreeMap;
 use super::binary::read;
 
 /// `NAME=value` lines: set ones, and commented-out ones (which show the default).
-pub struct EnvExample {
+pub(super) struct EnvExample {
     pub text: String,
     pub set: BTreeMap<String, String>,
     pub commented: BTreeMap<String, String>,
 }
 
 impl EnvExample {
-    pub fn load() -> Self {
+    pub(super) fn load() -> Self {
         let text = read("docker/.env.example");
         let mut set = BTreeMap::new();
         let mut commented = BTreeMap::new();
@@ -47,12 +47,12 @@ impl EnvExample {
 // parents decides; `!` lets a path back in; `*` and `?` stay within a path segment, `**`
 // spans any number of segments.
 
-pub struct DockerIgnore {
+pub(super) struct DockerIgnore {
     pub patterns: Vec<(bool, Vec<String>)>,
 }
 
 impl DockerIgnore {
-    pub fn load() -> Self {
+    pub(super) fn load() -> Self {
         let mut patterns = Vec::new();
         for line in read(".dockerignore").lines().map(str::trim) {
             if line.is_empty() || line.starts_with('#') {
@@ -79,7 +79,7 @@ impl DockerIgnore {
     }
 
     /// Whether `relative` (a repository path with `/`) is left out of the build context.
-    pub fn excludes(&self, relative: &str) -> bool {
+    pub(super) fn excludes(&self, relative: &str) -> bool {
         let path: Vec<&str> = relative.split('/').collect();
         let mut excluded = false;
         for (negated, pattern) in &self.patterns {
@@ -92,7 +92,7 @@ impl DockerIgnore {
     }
 }
 
-pub fn glob_segments(pattern: &[String], path: &[&str]) -> bool {
+pub(super) fn glob_segments(pattern: &[String], path: &[&str]) -> bool {
     match pattern.split_first() {
         None => path.is_empty(),
         Some((first, rest)) if first == "**" => {
@@ -106,7 +106,7 @@ pub fn glob_segments(pattern: &[String], path: &[&str]) -> bool {
     }
 }
 
-pub fn glob_segment(pattern: &[u8], name: &[u8]) -> bool {
+pub(super) fn glob_segment(pattern: &[u8], name: &[u8]) -> bool {
     match pattern.split_first() {
         None => name.is_empty(),
         Some((b'*', rest)) => (0..=name.len()).any(|skip| glob_segment(rest, &name[skip..])),

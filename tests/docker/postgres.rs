@@ -13,43 +13,43 @@ use super::dockerfile::{Dockerfile, health_url};
 use super::files::EnvExample;
 use crate::support::repo_path;
 
-pub const FILE: &str = "docker/compose.postgres.yaml";
+pub(super) const FILE: &str = "docker/compose.postgres.yaml";
 const PROXY_CONF: &str = "docker/proxy.conf";
 
-pub struct PostgresCompose {
+pub(super) struct PostgresCompose {
     pub root: Yaml,
 }
 
 impl PostgresCompose {
-    pub fn load() -> Self {
+    pub(super) fn load() -> Self {
         Self {
             root: parse_yaml_merged(&read(FILE)),
         }
     }
 
-    pub fn services(&self) -> Vec<&str> {
+    pub(super) fn services(&self) -> Vec<&str> {
         self.root.at_in(FILE, "services").keys()
     }
 
     /// `services.NAME.PATH`, or a failure naming the file.
-    pub fn service(&self, name: &str, path: &str) -> &Yaml {
+    pub(super) fn service(&self, name: &str, path: &str) -> &Yaml {
         self.root.at_in(FILE, &format!("services.{name}.{path}"))
     }
 
     /// `services.NAME.PATH` when it is there.
-    pub fn service_opt(&self, name: &str, path: &str) -> Option<&Yaml> {
+    pub(super) fn service_opt(&self, name: &str, path: &str) -> Option<&Yaml> {
         let service = self.root.get("services")?.get(name)?;
         path.split('.')
             .try_fold(service, |value, key| value.get(key))
     }
 
     /// A variable the service sets in its `environment` mapping.
-    pub fn env(&self, name: &str, variable: &str) -> &str {
+    pub(super) fn env(&self, name: &str, variable: &str) -> &str {
         self.service(name, &format!("environment.{variable}")).str()
     }
 
     /// The `worker-gpuN` services, each with its N.
-    pub fn workers(&self) -> Vec<(String, String)> {
+    pub(super) fn workers(&self) -> Vec<(String, String)> {
         self.services()
             .into_iter()
             .filter_map(|name| {
@@ -78,7 +78,7 @@ impl PostgresCompose {
 }
 
 /// A command in exec form (a list) or shell form (one string), as words.
-pub fn words(value: &Yaml) -> Vec<String> {
+pub(super) fn words(value: &Yaml) -> Vec<String> {
     match value {
         Yaml::Seq(items) => items.iter().map(|item| item.str().to_string()).collect(),
         Yaml::Str(text) => text.split_whitespace().map(str::to_string).collect(),
@@ -87,7 +87,7 @@ pub fn words(value: &Yaml) -> Vec<String> {
 }
 
 /// The port the image's server listens on (GPULAB_ADDR in docker/Dockerfile).
-pub fn image_port() -> u16 {
+pub(super) fn image_port() -> u16 {
     let env = Dockerfile::load().env();
     let addr: SocketAddr = env
         .get("GPULAB_ADDR")
@@ -321,7 +321,7 @@ fn postgres_compose_runs_the_image_and_settings_of_compose_yaml() {
 
 /// The image a service runs unless `variable` (from docker/.env or the shell) names
 /// another: `image` is `${VARIABLE:-DEFAULT}`, and docker/.env.example mentions it.
-pub fn overridable_image<'a>(image: &'a str, variable: &str) -> &'a str {
+pub(super) fn overridable_image<'a>(image: &'a str, variable: &str) -> &'a str {
     let default = image
         .strip_prefix(&format!("${{{variable}:-"))
         .and_then(|rest| rest.strip_suffix('}'))

@@ -8,7 +8,7 @@ use half::bf16;
 /// two NaNs are 0 apart (the GPU's canonical NaN and the `half` crate's, which keeps
 /// the payload, differ in bits and in nothing else); a NaN and a number are infinitely
 /// far apart.
-pub fn ulps(a: f32, b: f32) -> u64 {
+pub(super) fn ulps(a: f32, b: f32) -> u64 {
     if a.is_nan() || b.is_nan() {
         return if a.is_nan() && b.is_nan() {
             0
@@ -29,7 +29,7 @@ pub fn ulps(a: f32, b: f32) -> u64 {
 
 /// Asserts `got` and `want` have the same length and every pair lies within
 /// `max_ulps`, naming the first pair that does not and how many more there are.
-pub fn assert_within_ulps(what: &str, got: &[f32], want: &[f32], max_ulps: u64) {
+pub(super) fn assert_within_ulps(what: &str, got: &[f32], want: &[f32], max_ulps: u64) {
     assert_eq!(got.len(), want.len(), "{what}: length");
     let bad: Vec<usize> = (0..got.len())
         .filter(|&i| ulps(got[i], want[i]) > max_ulps)
@@ -49,12 +49,12 @@ pub fn assert_within_ulps(what: &str, got: &[f32], want: &[f32], max_ulps: u64) 
 }
 
 /// Bit-exact comparison of FP32 values (up to the sign of zero and NaN payloads).
-pub fn assert_same(what: &str, got: &[f32], want: &[f32]) {
+pub(super) fn assert_same(what: &str, got: &[f32], want: &[f32]) {
     assert_within_ulps(what, got, want, 0);
 }
 
 /// Bit-exact comparison of BF16 values, through their exact FP32 widening.
-pub fn assert_same_bf16(what: &str, got: &[bf16], want: &[bf16]) {
+pub(super) fn assert_same_bf16(what: &str, got: &[bf16], want: &[bf16]) {
     let widen = |v: &[bf16]| v.iter().map(|x| x.to_f32()).collect::<Vec<_>>();
     assert_same(what, &widen(got), &widen(want));
 }

@@ -16,7 +16,7 @@ use half::bf16;
 
 /// One kernel argument, as the kernel's parameter list declares it.
 #[derive(Debug, Clone)]
-pub enum Arg {
+pub(super) enum Arg {
     /// `unsigned long long`.
     U64(u64),
     /// `unsigned int`.
@@ -33,7 +33,7 @@ pub enum Arg {
 
 impl Arg {
     /// The FP32 buffer this argument holds.
-    pub fn f32s(&self) -> &[f32] {
+    pub(super) fn f32s(&self) -> &[f32] {
         match self {
             Self::F32s(v) => v,
             other => panic!("expected an FP32 buffer, found {other:?}"),
@@ -41,7 +41,7 @@ impl Arg {
     }
 
     /// The BF16 buffer this argument holds.
-    pub fn bf16s(&self) -> &[bf16] {
+    pub(super) fn bf16s(&self) -> &[bf16] {
         match self {
             Self::Bf16s(v) => v,
             other => panic!("expected a BF16 buffer, found {other:?}"),
@@ -52,7 +52,7 @@ impl Arg {
 /// The order in which the emulator runs the threads of each barrier phase (and the
 /// blocks of the grid). A kernel whose output depends on it has a race.
 #[derive(Debug, Clone, Copy)]
-pub enum Order {
+pub(super) enum Order {
     /// Thread 0 first.
     Ascending,
     /// The last thread first.
@@ -63,7 +63,7 @@ pub enum Order {
 /// with every buffer as the kernel left it. Panics with the harness's message when the
 /// launch fails (a wrong argument list, a divergent `__syncthreads`, an access outside
 /// a buffer).
-pub fn launch(kernel: &str, config: LaunchConfig, order: Order, args: Vec<Arg>) -> Vec<Arg> {
+pub(super) fn launch(kernel: &str, config: LaunchConfig, order: Order, args: Vec<Arg>) -> Vec<Arg> {
     let mut child = Command::new(harness())
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -91,7 +91,7 @@ pub fn launch(kernel: &str, config: LaunchConfig, order: Order, args: Vec<Arg>) 
 }
 
 /// The kernel names `harness --list` prints.
-pub fn kernels() -> Vec<String> {
+pub(super) fn kernels() -> Vec<String> {
     let output = Command::new(harness())
         .arg("--list")
         .output()

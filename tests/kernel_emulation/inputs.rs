@@ -11,7 +11,7 @@ use super::emulator::Order;
 /// Element counts: none, one, fewer than a warp, a prime past one 256-thread block,
 /// exactly one of the launchers' 1024-thread blocks, one more (a second block with a
 /// single live thread), and several blocks with a partial last one.
-pub const LENGTHS: [usize; 7] = [0, 1, 31, 257, 1024, 1025, 4099];
+pub(super) const LENGTHS: [usize; 7] = [0, 1, 31, 257, 1024, 1025, 4099];
 
 /// A grid far smaller than the data, 3 blocks of 64 threads: the grid-stride loops go
 /// round up to 22 times at the largest length. The kernels promise correct results
@@ -25,7 +25,7 @@ const SMALL_GRID: LaunchConfig = LaunchConfig {
 /// The two launches every grid-stride case runs: the launcher's own configuration for
 /// `shape` (so a change there is tested here), threads in ascending order; and
 /// [`SMALL_GRID`], threads and blocks in descending order.
-pub fn launches(shape: LaunchShape) -> [(LaunchConfig, Order); 2] {
+pub(super) fn launches(shape: LaunchShape) -> [(LaunchConfig, Order); 2] {
     let launcher = shape.config().unwrap_or_else(|e| panic!("{shape:?}: {e}"));
     [
         (launcher, Order::Ascending),
@@ -35,7 +35,7 @@ pub fn launches(shape: LaunchShape) -> [(LaunchConfig, Order); 2] {
 
 /// `len` values in [-scale, scale), with every 8th replaced by +0 or −0 (where ReLU and
 /// its gradient decide between "positive" and "not").
-pub fn values(len: usize, seed: u64, scale: f32) -> Vec<f32> {
+pub(super) fn values(len: usize, seed: u64, scale: f32) -> Vec<f32> {
     let mut v: Vec<f32> = random_matrix(len, seed)
         .into_iter()
         .map(|x| x * scale)
@@ -47,7 +47,7 @@ pub fn values(len: usize, seed: u64, scale: f32) -> Vec<f32> {
 }
 
 /// `len` values in (0, scale]: losses, second moments.
-pub fn positive(len: usize, seed: u64, scale: f32) -> Vec<f32> {
+pub(super) fn positive(len: usize, seed: u64, scale: f32) -> Vec<f32> {
     random_matrix(len, seed)
         .into_iter()
         .map(|x| (x.abs() + 1e-3) * scale)
@@ -55,7 +55,7 @@ pub fn positive(len: usize, seed: u64, scale: f32) -> Vec<f32> {
 }
 
 /// `len` labels in `0..classes`.
-pub fn labels(len: usize, seed: u64, classes: usize) -> Vec<usize> {
+pub(super) fn labels(len: usize, seed: u64, classes: usize) -> Vec<usize> {
     random_matrix(len, seed)
         .into_iter()
         .map(|x| (((x + 1.0) / 2.0 * classes as f32) as usize).min(classes - 1))
@@ -64,7 +64,7 @@ pub fn labels(len: usize, seed: u64, classes: usize) -> Vec<usize> {
 
 /// `len` floats for the conversion kernels: [`awkward`] first, then random bit patterns,
 /// which cover every exponent, both signs, subnormals, infinities and NaNs.
-pub fn any_floats(len: usize, seed: u64) -> Vec<f32> {
+pub(super) fn any_floats(len: usize, seed: u64) -> Vec<f32> {
     let halves = random_matrix(2 * len, seed);
     let half = |x: f32| ((x + 1.0) * 32768.0) as u32 & 0xffff;
     let random = halves

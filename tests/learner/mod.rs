@@ -12,7 +12,7 @@ mod quiz_flow;
 use gpulab::course::quiz::{QuestionKind, Quiz};
 
 /// The first numeric question of `quiz`, with its index.
-pub fn numeric(quiz: &Quiz) -> Option<(usize, &gpulab::course::quiz::Question)> {
+pub(crate) fn numeric(quiz: &Quiz) -> Option<(usize, &gpulab::course::quiz::Question)> {
     quiz.questions
         .iter()
         .enumerate()

@@ -25,7 +25,7 @@ use crate::support::BinaryServer;
 
 /// A fresh database on the test server (`GPULAB_TEST_POSTGRES`), or `None` (skipped
 /// loudly) without one.
-pub fn class_database() -> Option<(String, Db, Scratch)> {
+pub(crate) fn class_database() -> Option<(String, Db, Scratch)> {
     let Some(server) = testing::postgres_server() else {
         assert!(
             std::env::var(testing::REQUIRE_ENV).as_deref() != Ok("1"),
@@ -44,19 +44,19 @@ pub fn class_database() -> Option<(String, Db, Scratch)> {
 }
 
 /// A web node on `url`.
-pub fn web_node(url: &str) -> BinaryServer {
+pub(crate) fn web_node(url: &str) -> BinaryServer {
     web_node_with(url, &[])
 }
 
 /// A web node on `url` with extra environment variables.
-pub fn web_node_with(url: &str, env: &[(&str, &str)]) -> BinaryServer {
+pub(crate) fn web_node_with(url: &str, env: &[(&str, &str)]) -> BinaryServer {
     let mut all = vec![("GPULAB_EXPERIMENTS_PER_MINUTE", "0")];
     all.extend_from_slice(env);
     BinaryServer::launch(Path::new(url), &["--role", "web"], &all, &[])
 }
 
 /// A `gpulab worker` process, killed when dropped.
-pub struct Worker {
+pub(crate) struct Worker {
     /// The process.
     pub child: Child,
     /// Its name in the queue.
@@ -65,7 +65,7 @@ pub struct Worker {
 
 impl Worker {
     /// Starts a worker named `name` on `url` and waits until it serves.
-    pub fn start(url: &str, name: &str) -> Self {
+    pub(crate) fn start(url: &str, name: &str) -> Self {
         let mut child = Command::new(env!("CARGO_BIN_EXE_gpulab"))
             .args([
                 "worker",
@@ -95,7 +95,7 @@ impl Worker {
     }
 
     /// SIGKILL.
-    pub fn kill_hard(mut self) {
+    pub(crate) fn kill_hard(mut self) {
         self.child.kill().unwrap();
         self.child.wait().unwrap();
     }
@@ -109,7 +109,7 @@ impl Drop for Worker {
 }
 
 /// A PostgreSQL server of this test's own (`tests/pg/cluster.sh`), to stop and start.
-pub struct OwnServer {
+pub(crate) struct OwnServer {
     dir: PathBuf,
     /// Its superuser URL.
     pub url: String,
@@ -117,7 +117,7 @@ pub struct OwnServer {
 
 impl OwnServer {
     /// Starts one in a fresh folder.
-    pub fn start() -> Self {
+    pub(crate) fn start() -> Self {
         let dir = std::env::temp_dir().join(format!(
             "gpulab-pg-{}",
             gpulab::web::identity::random_token()
@@ -130,12 +130,12 @@ impl OwnServer {
     }
 
     /// Stops the server (the data stays).
-    pub fn pause(&self) {
+    pub(crate) fn pause(&self) {
         cluster("pause", &self.dir);
     }
 
     /// Starts it again on the same port.
-    pub fn resume(&self) {
+    pub(crate) fn resume(&self) {
         cluster("resume", &self.dir);
     }
 }
@@ -166,7 +166,7 @@ fn cluster(command: &str, dir: &Path) -> Vec<u8> {
 }
 
 /// Polls `check` every 100 ms until it is true or `limit` passes; whether it became true.
-pub async fn eventually<F, Fut>(limit: Duration, mut check: F) -> bool
+pub(crate) async fn eventually<F, Fut>(limit: Duration, mut check: F) -> bool
 where
     F: FnMut() -> Fut,
     Fut: std::future::Future<Output = bool>,

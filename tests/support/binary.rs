@@ -6,7 +6,7 @@
 use std::path::{Path, PathBuf};
 
 /// The binary to spawn; panics with every place it looked when there is none.
-pub fn gpulab() -> PathBuf {
+pub(crate) fn gpulab() -> PathBuf {
     let exe = std::env::current_exe().expect("the test binary knows its own path");
     resolve(
         std::env::var_os("GPULAB_BIN").map(PathBuf::from),
@@ -18,7 +18,7 @@ pub fn gpulab() -> PathBuf {
 
 /// `GPULAB_BIN` when set (it must exist), else cargo's `baked` path when it exists, else
 /// a `gpulab` beside `test_exe`; the error lists what was tried.
-pub fn resolve(
+pub(crate) fn resolve(
     from_env: Option<PathBuf>,
     baked: &Path,
     test_exe: &Path,

@@ -6,17 +6,17 @@ use serde_json::Value;
 use super::{TestApp, student};
 
 /// `GET url` as `client`, the body as text.
-pub async fn text(client: &reqwest::Client, url: &str) -> String {
+pub(crate) async fn text(client: &reqwest::Client, url: &str) -> String {
     client.get(url).send().await.unwrap().text().await.unwrap()
 }
 
 /// `GET url` as `client`, the body as JSON.
-pub async fn json(client: &reqwest::Client, url: &str) -> Value {
+pub(crate) async fn json(client: &reqwest::Client, url: &str) -> Value {
     client.get(url).send().await.unwrap().json().await.unwrap()
 }
 
 /// A client that logged in at `/instructor/login` with `token`; the response too.
-pub async fn instructor(app: &TestApp, token: &str) -> (reqwest::Client, reqwest::Response) {
+pub(crate) async fn instructor(app: &TestApp, token: &str) -> (reqwest::Client, reqwest::Response) {
     let client = student();
     let login = client
         .post(format!("{}/instructor/login", app.base))
@@ -28,7 +28,7 @@ pub async fn instructor(app: &TestApp, token: &str) -> (reqwest::Client, reqwest
 }
 
 /// Posts the form `pairs` to `url` as `client`.
-pub async fn post_form(
+pub(crate) async fn post_form(
     client: &reqwest::Client,
     url: &str,
     pairs: &[(&str, &str)],
@@ -37,7 +37,11 @@ pub async fn post_form(
 }
 
 /// Sets `client`'s display name through the form.
-pub async fn set_name(app: &TestApp, client: &reqwest::Client, name: &str) -> reqwest::Response {
+pub(crate) async fn set_name(
+    app: &TestApp,
+    client: &reqwest::Client,
+    name: &str,
+) -> reqwest::Response {
     post_form(
         client,
         &format!("{}/me/name", app.base),
@@ -47,17 +51,17 @@ pub async fn set_name(app: &TestApp, client: &reqwest::Client, name: &str) -> re
 }
 
 /// Sends `request` and reads the answer as JSON, whatever its status.
-pub async fn send_json(request: reqwest::RequestBuilder) -> Value {
+pub(crate) async fn send_json(request: reqwest::RequestBuilder) -> Value {
     request.send().await.unwrap().json().await.unwrap()
 }
 
 /// `/instructor/{name}` (a CSV export) fetched with `token` as a bearer token.
-pub async fn instructor_csv(app: &TestApp, token: &str, name: &str) -> String {
+pub(crate) async fn instructor_csv(app: &TestApp, token: &str, name: &str) -> String {
     instructor_page(app, token, &format!("/instructor/{name}")).await
 }
 
 /// An instructor `path` fetched with `token` as a bearer token, the body as text.
-pub async fn instructor_page(app: &TestApp, token: &str, path: &str) -> String {
+pub(crate) async fn instructor_page(app: &TestApp, token: &str, path: &str) -> String {
     reqwest::Client::new()
         .get(format!("{}{path}", app.base))
         .bearer_auth(token)
@@ -70,7 +74,7 @@ pub async fn instructor_page(app: &TestApp, token: &str, path: &str) -> String {
 }
 
 /// The response's `Set-Cookie` header (empty when there is none).
-pub fn set_cookie(response: &reqwest::Response) -> String {
+pub(crate) fn set_cookie(response: &reqwest::Response) -> String {
     response
         .headers()
         .get("set-cookie")

@@ -12,7 +12,7 @@ use super::TestApp;
 
 /// A client with a student cookie of its own that stores no cookies and follows no
 /// redirects: its writes reach the handlers (and their validation).
-pub fn client() -> reqwest::Client {
+pub(crate) fn client() -> reqwest::Client {
     let mut headers = reqwest::header::HeaderMap::new();
     headers.insert(
         reqwest::header::COOKIE,
@@ -29,7 +29,11 @@ pub fn client() -> reqwest::Client {
 }
 
 /// Asserts a JSON error body `{"error": {"status", "message"}}` with one of `statuses`.
-pub async fn json_error(response: reqwest::Response, statuses: &[u16], context: &str) -> String {
+pub(crate) async fn json_error(
+    response: reqwest::Response,
+    statuses: &[u16],
+    context: &str,
+) -> String {
     let status = response.status().as_u16();
     let kind = content_type(&response);
     let text = response.text().await.unwrap();
@@ -46,7 +50,11 @@ pub async fn json_error(response: reqwest::Response, statuses: &[u16], context: 
 }
 
 /// Asserts an HTML error page with one of `statuses`.
-pub async fn html_error(response: reqwest::Response, statuses: &[u16], context: &str) -> String {
+pub(crate) async fn html_error(
+    response: reqwest::Response,
+    statuses: &[u16],
+    context: &str,
+) -> String {
     let status = response.status().as_u16();
     let kind = content_type(&response);
     let text = response.text().await.unwrap();
@@ -59,7 +67,7 @@ pub async fn html_error(response: reqwest::Response, statuses: &[u16], context: 
     text
 }
 
-pub fn content_type(response: &reqwest::Response) -> String {
+pub(crate) fn content_type(response: &reqwest::Response) -> String {
     response
         .headers()
         .get("content-type")
@@ -69,7 +77,7 @@ pub fn content_type(response: &reqwest::Response) -> String {
 }
 
 /// The answer to a request sent byte for byte (no URL normalisation, any header bytes).
-pub struct Raw {
+pub(crate) struct Raw {
     /// The status code (0: the server closed the connection without answering).
     pub status: u16,
     /// The status line and headers.
@@ -80,7 +88,7 @@ pub struct Raw {
 
 /// Sends `request` as-is on a fresh connection and reads until the server closes it.
 /// Status 0: the server closed the connection without answering.
-pub async fn raw(app: &TestApp, request: Vec<u8>) -> Raw {
+pub(crate) async fn raw(app: &TestApp, request: Vec<u8>) -> Raw {
     let addr = app.base.trim_start_matches("http://").to_string();
     tokio::task::spawn_blocking(move || {
         let mut stream = std::net::TcpStream::connect(&addr).unwrap();
@@ -108,7 +116,7 @@ pub async fn raw(app: &TestApp, request: Vec<u8>) -> Raw {
     .unwrap()
 }
 
-pub fn get_request(target: &[u8], extra_headers: &[u8]) -> Vec<u8> {
+pub(crate) fn get_request(target: &[u8], extra_headers: &[u8]) -> Vec<u8> {
     [
         b"GET ".as_slice(),
         target,
@@ -120,7 +128,7 @@ pub fn get_request(target: &[u8], extra_headers: &[u8]) -> Vec<u8> {
 }
 
 /// `POST` `body` to `path` labelled `content_type`, as a student with a cookie.
-pub async fn post_as(
+pub(crate) async fn post_as(
     app: &TestApp,
     path: &str,
     content_type: &str,
@@ -136,6 +144,6 @@ pub async fn post_as(
 }
 
 /// The `error.message` of a JSON error body.
-pub fn message(body: &Value) -> &str {
+pub(crate) fn message(body: &Value) -> &str {
     body["error"]["message"].as_str().unwrap_or_default()
 }

@@ -8,12 +8,12 @@ use super::TestApp;
 
 /// Polls job `id` as the app's default student until it is done or failed (two minutes
 /// at most); returns the job.
-pub async fn wait_for(app: &TestApp, id: u64) -> Value {
+pub(crate) async fn wait_for(app: &TestApp, id: u64) -> Value {
     wait_for_as(app, &app.client, id).await
 }
 
 /// Polls job `id` as `client` (only a job's owner may read it).
-pub async fn wait_for_as(app: &TestApp, client: &reqwest::Client, id: u64) -> Value {
+pub(crate) async fn wait_for_as(app: &TestApp, client: &reqwest::Client, id: u64) -> Value {
     let deadline = Instant::now() + Duration::from_secs(120);
     loop {
         let job: Value = client
@@ -36,7 +36,7 @@ pub async fn wait_for_as(app: &TestApp, client: &reqwest::Client, id: u64) -> Va
 }
 
 /// POSTs `body` to `path` as the app's default student.
-pub async fn post(app: &TestApp, path: &str, body: Value) -> reqwest::Response {
+pub(crate) async fn post(app: &TestApp, path: &str, body: Value) -> reqwest::Response {
     app.client
         .post(format!("{}{path}", app.base))
         .json(&body)
@@ -46,7 +46,7 @@ pub async fn post(app: &TestApp, path: &str, body: Value) -> reqwest::Response {
 }
 
 /// Runs `body` at `path` to completion; asserts 202 and `done`, returns the result.
-pub async fn run(app: &TestApp, path: &str, body: Value) -> Value {
+pub(crate) async fn run(app: &TestApp, path: &str, body: Value) -> Value {
     let response = post(app, path, body).await;
     assert_eq!(response.status(), reqwest::StatusCode::ACCEPTED);
     let queued: Value = response.json().await.unwrap();

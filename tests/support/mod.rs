@@ -3,11 +3,11 @@
 //! ([`client`]), quiz answers ([`quiz`]), experiment jobs ([`jobs`]) and hostile raw
 //! requests with their expected error shapes ([`hostile`]).
 
-pub mod binary;
-pub mod client;
-pub mod hostile;
-pub mod jobs;
-pub mod quiz;
+pub(crate) mod binary;
+pub(crate) mod client;
+pub(crate) mod hostile;
+pub(crate) mod jobs;
+pub(crate) mod quiz;
 
 use std::path::PathBuf;
 
@@ -16,7 +16,7 @@ use gpulab::web::{AppState, serve};
 use tokio::sync::oneshot;
 
 /// A running app; dropping it shuts the server down.
-pub struct TestApp {
+pub(crate) struct TestApp {
     /// `http://127.0.0.1:<port>`.
     pub base: String,
     /// The default student: `get`, `jobs::post` and job polls go through it, so they
@@ -39,7 +39,7 @@ impl Drop for TestApp {
 
 impl TestApp {
     /// GET `path` as the default student.
-    pub async fn get(&self, path: &str) -> reqwest::Response {
+    pub(crate) async fn get(&self, path: &str) -> reqwest::Response {
         self.client
             .get(format!("{}{path}", self.base))
             .send()
@@ -49,12 +49,12 @@ impl TestApp {
 }
 
 /// Path of a folder in the repository.
-pub fn repo_path(relative: &str) -> PathBuf {
+pub(crate) fn repo_path(relative: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(relative)
 }
 
 /// A config for tests: embedded course, port 0, database at `database`.
-pub fn test_config(database: PathBuf) -> Config {
+pub(crate) fn test_config(database: PathBuf) -> Config {
     // Beside the test's database, where no record is unless a test writes one (the
     // default would read a record a benchmark left in target/).
     let cpu_reference = database.with_file_name("cpu-reference.json");
@@ -75,12 +75,12 @@ pub fn test_config(database: PathBuf) -> Config {
 }
 
 /// Spawns the app with the embedded course and a fresh database.
-pub async fn spawn() -> TestApp {
+pub(crate) async fn spawn() -> TestApp {
     spawn_tuned(|_| {}).await
 }
 
 /// Spawns the app with a fresh database and the test config changed by `tune`.
-pub async fn spawn_tuned(tune: impl FnOnce(&mut Config)) -> TestApp {
+pub(crate) async fn spawn_tuned(tune: impl FnOnce(&mut Config)) -> TestApp {
     let dir = tempfile::tempdir().unwrap();
     let mut config = test_config(dir.path().join("gpulab.db"));
     tune(&mut config);
@@ -90,7 +90,7 @@ pub async fn spawn_tuned(tune: impl FnOnce(&mut Config)) -> TestApp {
 }
 
 /// Spawns the app with the gradebook on, unlocked by `token`.
-pub async fn spawn_with_token(token: &str) -> TestApp {
+pub(crate) async fn spawn_with_token(token: &str) -> TestApp {
     let token = token.to_string();
     spawn_tuned(|config| config.instructor_token = Some(token)).await
 }
@@ -98,7 +98,7 @@ pub async fn spawn_with_token(token: &str) -> TestApp {
 /// A client that keeps cookies, like a browser that has loaded a course page: one
 /// client is one student, with a student cookie from the start (writes without one are
 /// refused). Cookies the server sets later (an instructor session) are kept too.
-pub fn student() -> reqwest::Client {
+pub(crate) fn student() -> reqwest::Client {
     let jar = reqwest::cookie::Jar::default();
     jar.add_cookie_str(
         &format!("gpulab_student={}; Path=/", student_id()),
@@ -112,7 +112,7 @@ pub fn student() -> reqwest::Client {
 }
 
 /// A browser on its first visit: it keeps cookies but has none yet.
-pub fn new_browser() -> reqwest::Client {
+pub(crate) fn new_browser() -> reqwest::Client {
     reqwest::Client::builder()
         .cookie_store(true)
         .redirect(reqwest::redirect::Policy::none())
@@ -121,20 +121,20 @@ pub fn new_browser() -> reqwest::Client {
 }
 
 /// A fresh, well-formed student id (32 lower-case hex digits), as the server mints them.
-pub fn student_id() -> String {
+pub(crate) fn student_id() -> String {
     gpulab::web::identity::random_token()
 }
 
 /// Spawns the app with `config`, on a fresh port, with [`quiz::MEASURED_SEED`] as its
 /// measurement for every hardware-graded question.
-pub async fn spawn_with(config: Config) -> TestApp {
+pub(crate) async fn spawn_with(config: Config) -> TestApp {
     let app = spawn_unmeasured(config).await;
     quiz::seed_measurements(&app.state);
     app
 }
 
 /// Spawns the app with `config` and no measurements yet.
-pub async fn spawn_unmeasured(config: Config) -> TestApp {
+pub(crate) async fn spawn_unmeasured(config: Config) -> TestApp {
     let state = AppState::new(config.clone()).expect("course content loads");
     let listener = tokio::net::TcpListener::bind(config.addr).await.unwrap();
     let base = format!("http://{}", listener.local_addr().unwrap());
@@ -157,7 +157,7 @@ pub async fn spawn_unmeasured(config: Config) -> TestApp {
 }
 
 /// The HTML-escaped form askama writes for `text` (numeric entities).
-pub fn escaped(text: &str) -> String {
+pub(crate) fn escaped(text: &str) -> String {
     text.replace('&', "&#38;")
         .replace('"', "&#34;")
         .replace('\'', "&#39;")
@@ -168,7 +168,7 @@ pub fn escaped(text: &str) -> String {
 /// The address (`127.0.0.1:PORT`) in the server's start-up line, "GPU Lab serving N
 /// lessons on http://127.0.0.1:PORT (database …", when `log` holds it: how a test learns
 /// the port the OS gave a server started with `--addr 127.0.0.1:0`.
-pub fn serving_address(log: &str) -> Option<&str> {
+pub(crate) fn serving_address(log: &str) -> Option<&str> {
     let (before, after) = log.split_once(" on http://")?;
     before.contains("serving").then_some(())?;
     after.split_whitespace().next()
@@ -176,7 +176,7 @@ pub fn serving_address(log: &str) -> Option<&str> {
 
 /// The real `gpulab` binary serving on a port the OS picked (no port is chosen first and
 /// bound later, where another test could take it) with the given database.
-pub struct BinaryServer {
+pub(crate) struct BinaryServer {
     /// The child process.
     pub child: std::process::Child,
     /// `http://127.0.0.1:<port>`.
@@ -187,18 +187,18 @@ pub struct BinaryServer {
 
 impl BinaryServer {
     /// Starts the binary and waits until it says it is serving.
-    pub fn start(database: &std::path::Path) -> Self {
+    pub(crate) fn start(database: &std::path::Path) -> Self {
         Self::start_with_env(database, &[])
     }
 
     /// [`BinaryServer::start`] with extra environment variables.
-    pub fn start_with_env(database: &std::path::Path, env: &[(&str, &str)]) -> Self {
+    pub(crate) fn start_with_env(database: &std::path::Path, env: &[(&str, &str)]) -> Self {
         Self::launch(database, &[], env, &[])
     }
 
     /// Starts the binary with extra `serve` flags and environment variables, run
     /// through `prefix` (e.g. `prlimit --nofile=256`) when it is not empty.
-    pub fn launch(
+    pub(crate) fn launch(
         database: &std::path::Path,
         args: &[&str],
         env: &[(&str, &str)],
@@ -244,7 +244,7 @@ impl BinaryServer {
     }
 
     /// Waits up to `timeout` for a logged line containing `needle`; whether one came.
-    pub fn wait_for_log(&self, needle: &str, timeout: std::time::Duration) -> bool {
+    pub(crate) fn wait_for_log(&self, needle: &str, timeout: std::time::Duration) -> bool {
         let deadline = std::time::Instant::now() + timeout;
         loop {
             if self.log.lock().unwrap().iter().any(|l| l.contains(needle)) {
@@ -258,7 +258,7 @@ impl BinaryServer {
     }
 
     /// The server's resident memory now, in bytes (`VmRSS`).
-    pub fn resident_bytes(&self) -> u64 {
+    pub(crate) fn resident_bytes(&self) -> u64 {
         let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id())).unwrap();
         let kib: u64 = status
             .lines()
@@ -269,7 +269,7 @@ impl BinaryServer {
     }
 
     /// SIGKILL: no chance to flush or clean up.
-    pub fn kill_hard(mut self) {
+    pub(crate) fn kill_hard(mut self) {
         self.child.kill().unwrap();
         self.child.wait().unwrap();
     }

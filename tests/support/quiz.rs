@@ -8,14 +8,15 @@ use super::TestApp;
 
 /// The measurement every test app starts with for each hardware-graded question
 /// ([`super::spawn_with`] records it), so answers built from the key stay right.
-pub const MEASURED_SEED: f64 = 7.0;
+pub(crate) const MEASURED_SEED: f64 = 7.0;
 
 /// Records [`MEASURED_SEED`] as this server's measurement for every hardware-graded
 /// question of the course.
-pub fn seed_measurements(state: &gpulab::web::state::AppState) {
+pub(crate) fn seed_measurements(state: &gpulab::web::state::AppState) {
     for quiz in &state.course.quizzes {
         for key in quiz.questions.iter().filter_map(|q| q.measured.as_ref()) {
             state
+                .classroom
                 .measurements
                 .record_for(key, &state.engine.limits, MEASURED_SEED)
                 .expect("the measurement is stored");
@@ -24,7 +25,7 @@ pub fn seed_measurements(state: &gpulab::web::state::AppState) {
 }
 
 /// Form pairs answering every question of `quiz`, right or wrong.
-pub fn form_answers(quiz: &Quiz, right: bool) -> Vec<(String, String)> {
+pub(crate) fn form_answers(quiz: &Quiz, right: bool) -> Vec<(String, String)> {
     let mut pairs = Vec::new();
     for q in &quiz.questions {
         let key = format!("q.{}", q.id);
@@ -67,7 +68,7 @@ pub fn form_answers(quiz: &Quiz, right: bool) -> Vec<(String, String)> {
 }
 
 /// A JSON answer object with the first `right` questions answered correctly.
-pub fn json_answers(quiz: &Quiz, right: usize) -> Value {
+pub(crate) fn json_answers(quiz: &Quiz, right: usize) -> Value {
     let mut answers = serde_json::Map::new();
     for (i, q) in quiz.questions.iter().enumerate() {
         let ok = i < right;
@@ -105,12 +106,12 @@ pub fn json_answers(quiz: &Quiz, right: usize) -> Value {
 }
 
 /// This student's progress (`GET /api/me/progress`).
-pub async fn progress(app: &TestApp, client: &reqwest::Client) -> Value {
+pub(crate) async fn progress(app: &TestApp, client: &reqwest::Client) -> Value {
     super::client::json(client, &format!("{}/api/me/progress", app.base)).await
 }
 
 /// Posts `answers` (a JSON body) to quiz `quiz_id` as `client`; returns the response.
-pub async fn submit(
+pub(crate) async fn submit(
     app: &TestApp,
     client: &reqwest::Client,
     quiz_id: &str,

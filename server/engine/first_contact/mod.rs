@@ -20,7 +20,7 @@ use crate::experiments::precision::{Format, tolerance};
 use crate::experiments::training::{self, TrainParams};
 use crate::experiments::transfer;
 use crate::experiments::{Check, Outcome};
-use crate::gpu::Gpu;
+use crate::gpu::{DeviceKind, Gpu};
 
 pub mod gemm;
 
@@ -31,7 +31,7 @@ pub const INJECT: &str = "GPULAB_INJECT_SELFTEST_FAILURE";
 #[derive(Debug, Clone, Serialize, Default)]
 pub struct FirstContact {
     /// The backend that serves: `cuda` or `cpu`.
-    pub backend: &'static str,
+    pub backend: DeviceKind,
     /// Its checks.
     pub checks: Vec<Check>,
     /// On the CPU backend after a GPU failed its self-test: that GPU's checks.
@@ -40,7 +40,7 @@ pub struct FirstContact {
 
 impl FirstContact {
     /// `checks` run on `backend`.
-    pub fn new(backend: &'static str, checks: Vec<Check>) -> Self {
+    pub fn new(backend: DeviceKind, checks: Vec<Check>) -> Self {
         Self {
             backend,
             checks,
@@ -74,7 +74,7 @@ pub fn admit<D>(
     mut device: D,
     checks: impl FnOnce(&mut D) -> Vec<Check>,
 ) -> (Option<D>, FirstContact) {
-    let report = FirstContact::new("cuda", checks(&mut device));
+    let report = FirstContact::new(DeviceKind::Cuda, checks(&mut device));
     if report.ok() {
         (Some(device), report)
     } else {

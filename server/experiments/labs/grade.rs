@@ -47,6 +47,16 @@ pub enum Verdict {
 }
 
 impl Verdict {
+    /// Its name as sent and stored: `pass`, `fail`, `inconclusive`, `not-graded`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Pass => "pass",
+            Self::Fail => "fail",
+            Self::Inconclusive => "inconclusive",
+            Self::NotGraded => "not-graded",
+        }
+    }
+
     /// The word a learner reads.
     pub fn word(self) -> &'static str {
         match self {
@@ -286,6 +296,17 @@ mod tests {
             grade_within(&[0.8, 1.0, 1.05, 0.85, 1.2], 0.9, 1.1),
             Verdict::Inconclusive
         );
+    }
+
+    #[test]
+    fn a_verdicts_stored_name_is_the_one_it_is_sent_as() {
+        use Verdict::*;
+        for verdict in [Pass, Fail, Inconclusive, NotGraded] {
+            assert_eq!(serde_json::to_value(verdict).unwrap(), verdict.name());
+        }
+        for id in crate::experiments::labs::ALL {
+            assert_eq!(serde_json::to_value(id).unwrap(), id.name());
+        }
     }
 
     #[test]

@@ -40,6 +40,7 @@ use super::training::TrainPrecision;
 use super::training::model::Tickets;
 use super::{Experiment, ExperimentError, ParamError, Rule};
 use crate::config::Limits;
+use crate::db::lab_attempts::LabAttempt;
 use crate::gpu::Gpu;
 use crate::measure::Deadline;
 pub use catalog::{ALL, Lab, LabId, lab};
@@ -132,6 +133,10 @@ impl Experiment for Labs {
             r.baseline.samples_per_sec.median,
         );
         (key == "lab.speedup" && slow > 0.0).then_some(yours / slow)
+    }
+
+    fn lab_attempt(r: &LabResult) -> Option<LabAttempt> {
+        Some(r.attempt())
     }
 
     fn rules(_: &Limits) -> Vec<Rule> {

@@ -11,7 +11,9 @@ use super::criteria::{self, changed};
 use super::grade::{Ratio, Verdict};
 use super::knobs::Knobs;
 use super::sample::{Measured, RunSample, measured};
+use crate::db::lab_attempts::{CriterionLine, LabAttempt, Summary};
 use crate::format::thousands;
+use crate::gpu::DeviceKind;
 
 /// A knob set away from the baseline that does nothing on this backend.
 #[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
@@ -30,7 +32,7 @@ pub struct LabResult {
     /// Its title.
     pub title: &'static str,
     /// `cuda` or `cpu`.
-    pub backend: &'static str,
+    pub backend: DeviceKind,
     /// All criteria combined.
     pub verdict: Verdict,
     /// Share of the graded criteria that passed, in percent (the gradebook's score).
@@ -69,6 +71,29 @@ pub struct KnobLink {
     pub lesson: &'static str,
     /// Why it does nothing on this backend, if it does nothing.
     pub inert_here: Option<&'static str>,
+}
+
+impl LabResult {
+    /// What the gradebook keeps of this graded run.
+    pub fn attempt(&self) -> LabAttempt {
+        LabAttempt {
+            lab: self.lab.name(),
+            verdict: self.verdict.name(),
+            score_percent: self.score_percent,
+            summary: Summary {
+                criteria: self
+                    .criteria
+                    .iter()
+                    .map(|c| CriterionLine {
+                        name: c.name.clone(),
+                        verdict: c.verdict.name().to_string(),
+                        detail: c.detail.clone(),
+                    })
+                    .collect(),
+                explanation: self.explanation.clone(),
+            },
+        }
+    }
 }
 
 /// Grades the rounds `runs` (baseline, candidate, reference) of lab `l`.
@@ -116,14 +141,14 @@ pub fn assemble(
         .collect();
     let passed = graded.iter().filter(|v| **v == Verdict::Pass).count();
     LabResult {
-        score_percent: if graded.is_empty() {
-            0.0
-        } else {
-            (1000.0 * passed as f64 / graded.len() as f64).round() / 10.0
-        },
+        score_percent: crate::format::percent(passed, graded.len()),
         lab: l.id,
         title: l.title,
-        backend: if on_gpu { "cuda" } else { "cpu" },
+        backend: if on_gpu {
+            DeviceKind::Cuda
+        } else {
+            DeviceKind::Cpu
+        },
         verdict: Verdict::all(criteria.iter().map(|c| c.verdict)),
         criteria,
         inert,

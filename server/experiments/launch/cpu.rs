@@ -34,7 +34,7 @@ fn stopped() -> ExperimentError {
 }
 
 /// The worker thread and the channels to it.
-pub struct CpuStream {
+pub(super) struct CpuStream {
     tasks: Option<Sender<Task>>,
     done: Receiver<(f64, f64)>,
     worker: Option<JoinHandle<()>>,
@@ -47,7 +47,7 @@ fn step(x: f32) -> f32 {
 
 impl CpuStream {
     /// Starts the worker with three buffers of `elements` zeros; `t0` is the run's clock.
-    pub fn start(elements: usize, t0: Instant) -> Self {
+    pub(super) fn start(elements: usize, t0: Instant) -> Self {
         let (tasks, inbox) = channel::<Task>();
         let (finished, done) = channel();
         let worker = std::thread::spawn(move || {

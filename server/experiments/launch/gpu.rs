@@ -16,7 +16,7 @@ use crate::experiments::ExperimentError;
 use crate::gpu::{DeviceBuffer, Gpu, GpuError, Graph, Kernels, Marks, Stream};
 
 /// The chain on the device.
-pub struct GpuChain {
+pub(super) struct GpuChain {
     kernels: std::sync::Arc<Kernels>,
     stream: Stream,
     buffers: Vec<DeviceBuffer<f32>>,
@@ -29,7 +29,7 @@ pub struct GpuChain {
 impl GpuChain {
     /// Three device buffers of `elements` zeros; the first mark is recorded and waited
     /// for, then the run's host clock starts.
-    pub fn open(gpu: &mut Gpu, elements: usize) -> Result<Self, ExperimentError> {
+    pub(super) fn open(gpu: &mut Gpu, elements: usize) -> Result<Self, ExperimentError> {
         let stream = gpu.stream().clone();
         let buffers = (0..3)
             .map(|_| stream.zeros::<f32>(elements))
@@ -50,7 +50,7 @@ impl GpuChain {
     }
 
     /// Run start → now, ms.
-    pub fn now_ms(&self) -> f64 {
+    pub(super) fn now_ms(&self) -> f64 {
         self.t0.elapsed().as_secs_f64() * 1e3
     }
 

@@ -29,7 +29,7 @@ pub(super) struct Hidden<T> {
 }
 
 impl<T: BlasScalar> Hidden<T> {
-    pub fn zeros(s: &Stream, batch: usize, hidden: usize) -> Result<Self, ExperimentError> {
+    pub(super) fn zeros(s: &Stream, batch: usize, hidden: usize) -> Result<Self, ExperimentError> {
         let n = batch * hidden;
         Ok(Self {
             z1: s.zeros(n)?,
@@ -73,7 +73,7 @@ pub(super) struct Queue<'a> {
 }
 
 impl Queue<'_> {
-    pub fn mark(&mut self, name: &'static str) -> Result<(), ExperimentError> {
+    pub(super) fn mark(&mut self, name: &'static str) -> Result<(), ExperimentError> {
         if let Some(marks) = self.marks.as_mut() {
             marks.after(self.s, name)?;
         }

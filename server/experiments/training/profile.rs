@@ -9,7 +9,7 @@
 
 use serde::Serialize;
 
-use super::model::{CLASSES, FEATURES};
+use super::mlp::{CLASSES, FEATURES};
 use crate::experiments::ExperimentError;
 use crate::experiments::ceilings;
 use crate::experiments::precision::Format;

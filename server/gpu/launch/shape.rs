@@ -26,7 +26,7 @@ const ROW_THREADS: u32 = 128;
 /// batch of width 1,024 still makes 64 blocks.
 const PAIR_THREADS: u32 = 64;
 /// Rows each thread of `bias_relu_*` takes: the grid's y extent is rows ÷ 8.
-pub const ROWS_PER_THREAD: usize = 8;
+pub(super) const ROWS_PER_THREAD: usize = 8;
 /// The most blocks a launch may have along y.
 const MAX_GRID_Y: usize = 65_535;
 

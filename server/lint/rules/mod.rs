@@ -90,7 +90,7 @@ pub(crate) mod fixtures {
     use super::super::check;
 
     /// The codes found in `source`, one per finding.
-    pub fn codes(source: &str) -> Vec<&'static str> {
+    pub(crate) fn codes(source: &str) -> Vec<&'static str> {
         check(source)
             .unwrap_or_else(|e| panic!("{e}\n{source}"))
             .into_iter()
@@ -99,12 +99,12 @@ pub(crate) mod fixtures {
     }
 
     /// Whether `source` has a finding of `code`.
-    pub fn has(source: &str, code: &str) -> bool {
+    pub(crate) fn has(source: &str, code: &str) -> bool {
         codes(source).contains(&code)
     }
 
     /// A training loop on a GPU with `body` (indented four spaces) inside it.
-    pub fn in_loop(body: &str) -> String {
+    pub(crate) fn in_loop(body: &str) -> String {
         let body: String = body.lines().map(|l| format!("    {l}\n")).collect();
         format!(
             "import torch\ndevice = torch.device('cuda' if torch.cuda.is_available() else 'cpu')\nfor step, (x, y) in enumerate(loader):\n    x, y = x.to(device), y.to(device)\n    optimizer.zero_grad()\n    loss = criterion(model(x), y)\n    loss.backward()\n    optimizer.step()\n{body}"
@@ -113,7 +113,7 @@ pub(crate) mod fixtures {
 
     /// An epoch loop around [`in_loop`]'s batch loop, with `body` after the batch loop
     /// (once per epoch).
-    pub fn per_epoch(body: &str) -> String {
+    pub(crate) fn per_epoch(body: &str) -> String {
         let batch_loop: String = in_loop("")
             .lines()
             .skip(2)

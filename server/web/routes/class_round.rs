@@ -2,7 +2,7 @@
 //! `class-round.js`) and takes a prediction (`POST /api/round/prediction`, stored before
 //! the 2xx); the instructor opens (`POST /instructor/round/open`), runs
 //! (`POST /instructor/round/run`) and closes (`POST /instructor/round/close`) it. The
-//! round's state machine and scoring are [`crate::web::class_round`]; these handlers
+//! round's state machine and scoring are [`crate::classroom::round`]; these handlers
 //! parse, call it and render.
 
 use axum::Json;
@@ -12,9 +12,9 @@ use axum::response::Redirect;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::classroom::round::{self as class_round, Status};
 use crate::course::predictions::Question;
 use crate::experiments::prediction::{self, Score};
-use crate::web::class_round::{self, Round, Status};
 use crate::web::error::{ApiError, AppError};
 use crate::web::identity::StudentId;
 use crate::web::instructor_access::{Caller, require};
@@ -64,10 +64,12 @@ pub async fn current(
     State(state): State<AppState>,
     Extension(student): Extension<StudentId>,
 ) -> Json<CurrentRound> {
-    let round = class_round::current(&state).await.unwrap_or_else(|error| {
-        tracing::warn!(%error, "could not read the class round");
-        None
-    });
+    let round = class_round::current(&state.classroom)
+        .await
+        .unwrap_or_else(|error| {
+            tracing::warn!(%error, "could not read the class round");
+            None
+        });
     Json(CurrentRound {
         round: round.map(|r| RoundView {
             yours: r.predictions.get(&student.0).copied(),
@@ -115,7 +117,7 @@ pub async fn predict(
         ))
     })?;
     let predicted = prediction::check(sent.predicted).map_err(AppError::Invalid)?;
-    class_round::predict(&state, sent.round, &student.0, predicted).await?;
+    class_round::predict(&state.classroom, sent.round, &student.0, predicted).await?;
     Ok(current(State(state), Extension(student)).await)
 }
 
@@ -139,55 +141,21 @@ pub async fn open(
 ) -> Result<Redirect, AppError> {
     require(&state, &caller)?;
     let name = form_value(&body, "experiment")?.unwrap_or_default();
-    class_round::open(&state, &name).await?;
+    class_round::open(&state.classroom, &name).await?;
     Ok(Redirect::to("/instructor#round"))
 }
 
 /// `POST /instructor/round/close`: ends the round (pages stop showing it).
 pub async fn close(State(state): State<AppState>, caller: Caller) -> Result<Redirect, AppError> {
     require(&state, &caller)?;
-    class_round::close(&state).await?;
+    class_round::close(&state.classroom).await?;
     Ok(Redirect::to("/instructor#round"))
 }
 
 /// `POST /instructor/round/run`: closes predictions and queues the experiment once;
-/// a task reveals the result when it is measured.
+/// the worker that measures it reveals the round.
 pub async fn run(State(state): State<AppState>, caller: Caller) -> Result<Redirect, AppError> {
     require(&state, &caller)?;
-    class_round::run(&state).await?;
+    class_round::run(&state.classroom).await?;
     Ok(Redirect::to("/instructor#round"))
-}
-
-/// The round as the instructor page shows it.
-#[derive(Debug, Clone)]
-pub struct InstructorRound {
-    /// The experiment's caption.
-    pub title: String,
-    /// The question.
-    pub question: String,
-    /// `open`, `running`, `revealed`, `failed`.
-    pub status: &'static str,
-    /// Predictions so far.
-    pub predictions: usize,
-    /// The measured value with its unit, once revealed.
-    pub measured: Option<String>,
-    /// Share within 2× once revealed (percent).
-    pub within_2x_percent: Option<u32>,
-    /// Why it failed.
-    pub error: Option<String>,
-}
-
-/// The round for the instructor page.
-pub fn instructor_view(r: &Round) -> InstructorRound {
-    InstructorRound {
-        title: r.title.clone(),
-        question: r.question.question.clone(),
-        status: r.status.name(),
-        predictions: r.predictions.len(),
-        measured: r
-            .measured
-            .map(|m| crate::web::calibration::tick_value(m, &r.question.unit)),
-        within_2x_percent: r.within_2x_percent(),
-        error: r.error.clone(),
-    }
 }

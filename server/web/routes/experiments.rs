@@ -193,7 +193,7 @@ pub async fn submit(
     body: Bytes,
 ) -> Result<Response, ApiError> {
     let parsed = crate::web::extract::optional_json(&body, &experiment.defaults().to_string())?;
-    let prediction = predict_query(query.as_deref())?;
+    let prediction = crate::web::extract::predict_query(query.as_deref())?;
     let mut job = experiment
         .prepare(parsed.as_ref(), &state.engine.limits)
         .map_err(|e| match e {
@@ -201,7 +201,7 @@ pub async fn submit(
             ParamError::Invalid(message) => AppError::Invalid(message),
         })?;
     job.prediction = prediction;
-    super::health::refuse_new_work_unless_writable(&state, "Experiments").await?;
+    crate::web::guard::refuse_new_work_unless_writable(&state.db, "Experiments").await?;
     if let Err(wait) = state.experiment_limiter.check(&student.0)
         && others_waiting(&state, &student).await?
     {
@@ -272,26 +272,6 @@ async fn others_waiting(state: &AppState, student: &StudentId) -> Result<bool, A
             "The class queue cannot be reached just now ({why}); your experiment was not queued. Try again in a few seconds."
         ))
     })
-}
-
-/// The `predict` query parameter: absent, or a number the learner predicted.
-pub(crate) fn predict_query(query: Option<&str>) -> Result<Option<f64>, AppError> {
-    let Some(query) = query else { return Ok(None) };
-    let mut prediction = None;
-    for (key, value) in form_urlencoded::parse(query.as_bytes()) {
-        if key != "predict" {
-            return Err(AppError::BadRequest(format!(
-                "unknown query parameter `{key}`: the only one is `predict` (your prediction of the measured value)"
-            )));
-        }
-        let number: f64 = value
-            .trim()
-            .parse()
-            .map_err(|_| AppError::Invalid(format!("`predict` must be a number, not `{value}`")))?;
-        prediction =
-            Some(crate::experiments::prediction::check(number).map_err(AppError::Invalid)?);
-    }
-    Ok(prediction)
 }
 
 /// A job as `GET /api/jobs/{id}` reports it.

@@ -53,19 +53,6 @@ pub async fn readyz(State(state): State<AppState>) -> Response {
     (status, Json(body)).into_response()
 }
 
-/// `Err` (a 503 naming `what` and why) while the database takes no writes: the queue and
-/// the playground start nothing whose outcome could not be kept. Probes at most once a
-/// second, so this also notices when space returns.
-pub async fn refuse_new_work_unless_writable(
-    state: &AppState,
-    what: &'static str,
-) -> Result<(), crate::web::error::AppError> {
-    match state.db.writability().await.unwritable {
-        Some(why) => Err(crate::web::error::AppError::Paused { what, why }),
-        None => Ok(()),
-    }
-}
-
 /// The metrics label for `method`: the standard ones by name, anything else `other`, so
 /// a client inventing methods cannot grow the label set (and the server's memory).
 pub fn method_label(method: &axum::http::Method) -> &'static str {

@@ -12,14 +12,15 @@ use axum::http::{StatusCode, header};
 use axum::response::{Html, IntoResponse, Redirect, Response};
 use axum_extra::extract::CookieJar;
 
-use super::instructor_cockpit::{ClassData, live_view};
+use crate::classroom::gradebook::ClassData;
+use crate::classroom::gradebook::{GradebookQuery, SortKey, View, quiz_figures};
 use crate::db::instructor_sessions;
 use crate::web::error::AppError;
-use crate::web::gradebook_table::{GradebookQuery, SortKey, View, quiz_figures};
 use crate::web::identity::{CookiePolicy, private_cookie, random_token};
 use crate::web::instructor_access::{
     Caller, SESSION_COOKIE, authorised, check_token_attempt, session_key, token,
 };
+use crate::web::instructor_pages::live_view;
 use crate::web::instructor_pages::{
     InstructorPage, gradebook_href, missed_in_course_order, sort_header, sort_param,
 };
@@ -48,9 +49,8 @@ pub async fn gradebook(
     let lab_columns: Vec<(String, &str)> = crate::experiments::labs::ALL
         .iter()
         .map(|id| {
-            let name = serde_json::to_value(id).unwrap_or_default();
             (
-                crate::db::lab_attempts::column(name.as_str().unwrap_or("")),
+                crate::db::lab_attempts::column(id.name()),
                 crate::experiments::labs::lab(*id).title,
             )
         })
@@ -63,7 +63,7 @@ pub async fn gradebook(
         .chain(lab_columns.iter().map(|(id, _)| id.as_str()))
         .collect();
     let view = View::parse(&query, &quiz_ids)?;
-    let class = ClassData::load(&state).await?;
+    let class = ClassData::load(&state.classroom).await?;
     let all_rows = class.rows(&quiz_ids);
     let figures = quiz_figures(&all_rows, quiz_ids.len());
     let students = all_rows.len();
@@ -129,17 +129,17 @@ pub async fn gradebook(
         missed: missed_in_course_order(&state.course, class.missed),
         live: live_view(&state).await?,
         round: {
-            crate::web::class_round::current(&state)
+            crate::classroom::round::current(&state.classroom)
                 .await?
                 .as_ref()
-                .map(super::class_round::instructor_view)
+                .map(crate::classroom::round::instructor_view)
         },
-        round_choices: crate::web::class_round::choices(),
+        round_choices: crate::classroom::round::choices(),
         predictions: {
             let rows = state.db.run(crate::db::predictions::all).await?;
-            crate::web::calibration::class_views(&rows, &state.course.predictions)
+            crate::classroom::calibration::class_views(&rows, &state.course.predictions)
                 .into_iter()
-                .map(crate::web::calibration::strip)
+                .map(crate::classroom::calibration::strip)
                 .collect()
         },
         notice,

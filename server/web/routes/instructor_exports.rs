@@ -9,7 +9,7 @@ use axum::http::header;
 use axum::response::{IntoResponse, Response};
 use serde::Serialize;
 
-use super::instructor_cockpit::ClassData;
+use crate::classroom::gradebook::ClassData;
 use crate::db::gradebook;
 use crate::web::error::AppError;
 use crate::web::instructor_access::{Caller, require};
@@ -108,7 +108,7 @@ pub async fn grades_csv(
     caller: Caller,
 ) -> Result<Response, AppError> {
     require(&state, &caller)?;
-    let class = ClassData::load(&state).await?;
+    let class = ClassData::load(&state.classroom).await?;
     let rows: Vec<GradeExport> = class
         .cells
         .into_iter()
@@ -194,7 +194,7 @@ pub async fn missed_csv(
     caller: Caller,
 ) -> Result<Response, AppError> {
     require(&state, &caller)?;
-    let class = ClassData::load(&state).await?;
+    let class = ClassData::load(&state.classroom).await?;
     let rows: Vec<MissedExport> = missed_in_course_order(&state.course, class.missed)
         .into_iter()
         .map(|m| MissedExport {

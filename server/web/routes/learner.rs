@@ -10,6 +10,7 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{Html, IntoResponse, Response};
 use sha2::{Digest, Sha256};
 
+use crate::classroom::learner_flow::long_date;
 use crate::course::search::MAX_QUERY_CHARS;
 use crate::course::{FINAL_EXAM_ID, notebook};
 use crate::db::{lab_attempts, progress};
@@ -17,7 +18,6 @@ use crate::web::encoded::CacheHeaders;
 use crate::web::error::AppError;
 use crate::web::identity::StudentId;
 use crate::web::lab_pages::{LabsPage, passed_count, rows};
-use crate::web::learner_flow::long_date;
 use crate::web::learner_pages::{
     AboutPage, CompletionPage, CompletionRecord, SearchPage, card_rows,
 };

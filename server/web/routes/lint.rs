@@ -19,9 +19,6 @@ use crate::web::identity::StudentId;
 use crate::web::lint_page::{LintPage, Shown};
 use crate::web::state::AppState;
 
-/// Checks one student may run per minute.
-pub const CHECKS_PER_MINUTE: u32 = 30;
-
 /// Largest request body: a script of [`MAX_SOURCE_BYTES`] grows up to threefold when a
 /// form or JSON encodes it.
 pub const MAX_BODY_BYTES: usize = 3 * MAX_SOURCE_BYTES + 4096;
@@ -53,7 +50,8 @@ async fn run_check(
         return Err(AppError::TooMany {
             retry_after_secs: secs,
             message: format!(
-                "You have checked {CHECKS_PER_MINUTE} scripts in the last minute, the most one student may. Try again in about {secs} s."
+                "You have checked {} scripts in the last minute, the most one student may. Try again in about {secs} s.",
+                state.engine.limits.script_checks_per_minute
             ),
         });
     }
@@ -95,7 +93,7 @@ async fn measured_cost(state: &AppState, finding: &lint::Finding) -> Option<Stri
     if !state.device.gpu {
         return None;
     }
-    measured_sentence(rule, state.measurements.newest(quantity).await)
+    measured_sentence(rule, state.classroom.measurements.newest(quantity).await)
 }
 
 /// The sentence quoting `newest`, the latest measurement of `rule`'s cost, when an

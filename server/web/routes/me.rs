@@ -8,11 +8,9 @@ use axum::response::{IntoResponse, Redirect};
 
 use crate::db::progress::{self, StudentExport};
 use crate::web::error::{ApiError, AppError};
+use crate::web::extract::MAX_NAME_CHARS;
 use crate::web::identity::StudentId;
 use crate::web::state::AppState;
-
-/// Longest display name accepted, in characters.
-pub const MAX_NAME_CHARS: usize = 60;
 
 fn form_field(body: &[u8], name: &str) -> Result<Option<String>, AppError> {
     let mut value = None;

@@ -9,12 +9,12 @@ use axum::extract::{Extension, OriginalUri, Path, Query, State};
 use axum::http::HeaderValue;
 use axum::response::{Html, Response};
 
+use crate::classroom::learner_flow::continue_from;
 use crate::course::FINAL_EXAM_ID;
 use crate::db::progress;
 use crate::web::encoded::CacheHeaders;
 use crate::web::error::AppError;
 use crate::web::identity::StudentId;
-use crate::web::learner_flow::continue_from;
 use crate::web::page::{HomePage, QuizState};
 use crate::web::state::AppState;
 
@@ -63,7 +63,7 @@ pub async fn home(
         resume_code: resume_code.map(|c| crate::db::student_identity::display_code(&c)),
         resumed: query.contains_key("resumed"),
         script: state.assets.url("js/home.js"),
-        calibration: crate::web::calibration::calibrate(
+        calibration: crate::classroom::calibration::calibrate(
             &data.predictions,
             &state.course.predictions,
         ),

@@ -14,6 +14,7 @@ use serde::Deserialize;
 
 use serde_json::Value;
 
+use crate::classroom::predictions;
 use crate::playground::allocator::AllocConf;
 use crate::playground::remote::{Call, RemoteError, Reply};
 use crate::playground::{PlaygroundView, Snapshot};
@@ -111,7 +112,8 @@ pub async fn allocate(
         ))
         .into());
     }
-    super::health::refuse_new_work_unless_writable(&state, "New playground allocations").await?;
+    crate::web::guard::refuse_new_work_unless_writable(&state.db, "New playground allocations")
+        .await?;
     let bytes = (request.mib * (1 << 20) as f64).ceil() as u64;
     let address = peer.map(|Extension(ConnectInfo(p))| p.ip());
     let call = Call::Allocate {
@@ -140,40 +142,20 @@ pub async fn free(
     Path(name): Path<String>,
     RawQuery(query): RawQuery,
 ) -> Result<Json<serde_json::Value>, ApiError> {
-    let predicted = super::experiments::predict_query(query.as_deref())?;
+    let predicted = crate::web::extract::predict_query(query.as_deref())?;
     let reply = run_call(&state, &student.0, Call::Free { name: name.clone() }).await?;
-    let mut body = changed(reply)?;
-    let reserved = body["pool"]["reserved_bytes"].as_f64().unwrap_or(0.0);
-    let allocated = body["pool"]["allocated_bytes"].as_f64().unwrap_or(0.0);
+    let body = changed(reply)?;
     // Predicted before the `del`: scored against reserved minus allocated after it, and
     // stored before the answer (a 2xx means it is on record).
-    if let (Some(predicted), Some(fields)) = (predicted, body.as_object_mut()) {
-        let quantity = &crate::experiments::prediction::PLAYGROUND.quantity;
-        let measured = (reserved - allocated) / (1024.0 * 1024.0);
-        let score = crate::experiments::prediction::score(predicted, measured, quantity.scale);
-        let row = crate::db::predictions::PredictionRow {
-            student_id: student.0.clone(),
-            experiment: crate::experiments::prediction::PLAYGROUND.name.into(),
-            quantity: quantity.key.into(),
-            params: serde_json::json!({ "freed": name }).to_string(),
-            predicted,
-            measured,
-            unit: quantity.unit.into(),
-            backend: state.engine.card.kind.to_string(),
-            device: state.engine.card.name.clone(),
-        };
-        state
-            .db
-            .run(move |tx| crate::db::predictions::record(tx, &row))
-            .await
-            .map_err(AppError::from)?;
-        fields.insert(
-            "measured".into(),
-            serde_json::json!({ "quantity": quantity.key, "value": measured, "unit": quantity.unit, "scale": quantity.scale }),
-        );
-        fields.insert("prediction".into(), serde_json::json!(score));
-    }
-    Ok(Json(body))
+    Ok(Json(match predicted {
+        Some(predicted) => serde_json::to_value(
+            predictions::score_free(&state.classroom, &student.0, &name, predicted, body)
+                .await
+                .map_err(AppError::from)?,
+        )
+        .unwrap_or_default(),
+        None => body,
+    }))
 }
 
 /// `torch.cuda.empty_cache()`: hand the cached blocks back.

@@ -13,6 +13,7 @@ use serde::Serialize;
 
 use askama::Template;
 
+use crate::classroom::learner_flow::{Step, after_quiz};
 use crate::course::FINAL_EXAM_ID;
 use crate::course::grading::Graded;
 use crate::course::quiz::Quiz;
@@ -20,7 +21,6 @@ use crate::course::submission::{self, AnswerProblem};
 use crate::db::progress;
 use crate::web::error::{ApiError, AppError, ErrorBody};
 use crate::web::identity::StudentId;
-use crate::web::learner_flow::{Step, after_quiz};
 use crate::web::page::QuizState;
 use crate::web::quiz_pages::{QuizPage, QuizResultPage};
 use crate::web::state::AppState;
@@ -72,7 +72,7 @@ async fn grade_and_store(
     let mut measured = std::collections::HashMap::new();
     for q in &quiz.questions {
         if let Some(key) = &q.measured
-            && let Some(value) = crate::web::measurements::value_for(state, key).await
+            && let Some(value) = state.classroom.measurements.value_for(key).await
         {
             measured.insert(q.id.clone(), value);
         }

@@ -8,10 +8,12 @@
 
 use std::time::{Duration, Instant};
 
+use std::sync::Arc;
+
 use crate::config::Limits;
 use crate::course::quiz::MeasuredKey;
 use crate::db::{self, Db, DbError};
-use crate::web::state::AppState;
+use crate::engine::Engine;
 
 /// How old a measurement may be and still grade an answer without a new run.
 pub const FRESH: Duration = Duration::from_secs(30 * 60);
@@ -19,17 +21,20 @@ pub const FRESH: Duration = Duration::from_secs(30 * 60);
 /// The owner a grading run is queued under (not a student).
 pub const GRADER: &str = "quiz-grader";
 
-/// The measurements in the run history, and the one grading run at a time.
+/// The measurements in the database, the engine that takes new ones, and the one
+/// grading run at a time.
 pub struct Measurements {
     db: Db,
+    engine: Engine,
     measuring: tokio::sync::Mutex<()>,
 }
 
 impl Measurements {
-    /// Reads measurements from `db`.
-    pub fn new(db: Db) -> Self {
+    /// Reads measurements from `db`; runs the experiments that take them on `engine`.
+    pub fn new(db: Db, engine: Engine) -> Self {
         Self {
             db,
+            engine,
             measuring: tokio::sync::Mutex::new(()),
         }
     }
@@ -99,43 +104,46 @@ pub const FIRST_WAIT: Duration = Duration::from_secs(5);
 
 /// Runs the experiment behind `key` once (one run at a time) unless a fresh value
 /// appeared meanwhile; the worker records the value with the run.
-async fn refresh(state: AppState, key: MeasuredKey) {
+async fn refresh(measurements: Arc<Measurements>, key: MeasuredKey) {
     let Some(experiment) = crate::experiments::find(&key.experiment) else {
         return;
     };
-    let Ok(job) = experiment.prepare(Some(&key.params), &state.engine.limits) else {
+    let engine = &measurements.engine;
+    let Ok(job) = experiment.prepare(Some(&key.params), &engine.limits) else {
         return;
     };
     let params = job.params.to_string();
-    let _measuring = state.measurements.measuring.lock().await;
-    if state
-        .measurements
+    let _measuring = measurements.measuring.lock().await;
+    if measurements
         .latest(&key.quantity, &params, Some(FRESH))
         .await
         .is_some()
     {
         return;
     }
-    let Ok((id, _)) = state.engine.submit(GRADER, None, job).await else {
+    let Ok((id, _)) = engine.submit(GRADER, None, job).await else {
         return;
     };
-    let deadline = Instant::now() + Duration::from_secs(state.engine.limits.job_timeout_secs + 10);
-    let _ = state.engine.finished(id, Some(deadline)).await;
+    let deadline = Instant::now() + Duration::from_secs(engine.limits.job_timeout_secs + 10);
+    let _ = engine.finished(id, Some(deadline)).await;
 }
 
-/// This server's value for `key`: a fresh one; else the latest of any age (and a new
-/// run in the background); else a first run, waited for at most [`FIRST_WAIT`]. `None`
-/// when there is still none: the question is then not counted in this attempt.
-pub async fn value_for(state: &AppState, key: &MeasuredKey) -> Option<f64> {
-    let params = canonical(key, &state.engine.limits)?;
-    let latest = |age| state.measurements.latest(&key.quantity, &params, age);
-    if let Some(value) = latest(Some(FRESH)).await {
-        return Some(value);
+impl Measurements {
+    /// This class's value for `key`: a fresh one; else the latest of any age (and a new
+    /// run in the background); else a first run, waited for at most [`FIRST_WAIT`].
+    /// `None` when there is still none: the question is then not counted in this
+    /// attempt.
+    pub async fn value_for(self: &Arc<Self>, key: &MeasuredKey) -> Option<f64> {
+        let params = canonical(key, &self.engine.limits)?;
+        let latest = |age| self.latest(&key.quantity, &params, age);
+        if let Some(value) = latest(Some(FRESH)).await {
+            return Some(value);
+        }
+        if let Some(stale) = latest(None).await {
+            tokio::spawn(refresh(Arc::clone(self), key.clone()));
+            return Some(stale);
+        }
+        let _ = tokio::time::timeout(FIRST_WAIT, refresh(Arc::clone(self), key.clone())).await;
+        latest(None).await
     }
-    if let Some(stale) = latest(None).await {
-        tokio::spawn(refresh(state.clone(), key.clone()));
-        return Some(stale);
-    }
-    let _ = tokio::time::timeout(FIRST_WAIT, refresh(state.clone(), key.clone())).await;
-    latest(None).await
 }

@@ -128,7 +128,7 @@ fn bad_parameters_are_refused_with_a_reason() {
     ] {
         let error = View::parse(&query(&pairs), &ids).unwrap_err();
         assert!(
-            matches!(&error, AppError::BadRequest(m) if m.contains(words)),
+            matches!(&error, ClassroomError::Malformed(m) if m.contains(words)),
             "{pairs:?}: {error}"
         );
     }

@@ -2,25 +2,24 @@
 //! at once): open → (students predict) → running → revealed or failed; closing ends it.
 //! The round lives in the database (`rounds`, `round_predictions`), in both modes, so
 //! every web node of a class — and a one-box server — shows the same round; each call
-//! here reads it fresh. Running it queues the experiment once; when the job finishes, a
-//! task stores the value it measured (read from the queue, typed) and every prediction,
-//! scored, in one transaction, and every page reveals it together. The HTTP side is
-//! [`crate::web::routes::class_round`]: it parses, calls this and renders.
+//! here reads it fresh. Running it queues the experiment once, for the round; the worker
+//! that completes the job stores the value it measured, with its device, and every
+//! prediction, scored, in that same transaction ([`crate::db::rounds::reveal`]), and
+//! every page reveals it together — whichever web node opened it, alive or not. The
+//! HTTP side (`web::routes::class_round`) parses, calls this and renders; the
+//! instructor's page shows [`instructor_view`].
 
 use std::collections::HashMap;
 
 use serde::Serialize;
 use serde_json::Value;
 
+use super::{Classroom, ClassroomError};
 use crate::course::predictions::Question;
-use crate::db::predictions::PredictionRow;
-use crate::db::{jobs, rounds};
-use crate::engine::JobState;
+use crate::db::rounds;
 use crate::experiments::Experiment as _;
 use crate::experiments::labs::{self, LabId, LabParams, Labs};
 use crate::experiments::prediction::{self, Score};
-use crate::web::error::AppError;
-use crate::web::state::AppState;
 
 /// Where a round stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -97,8 +96,8 @@ impl Round {
 }
 
 /// The round in progress, if any.
-pub async fn current(state: &AppState) -> Result<Option<Round>, AppError> {
-    let stored = state.db.run(rounds::current).await?;
+pub async fn current(classroom: &Classroom) -> Result<Option<Round>, ClassroomError> {
+    let stored = classroom.db.run(rounds::current).await?;
     Ok(stored.and_then(|stored| {
         let experiment = crate::experiments::find(&stored.experiment)?;
         let params: Value = serde_json::from_str(&stored.params).unwrap_or_default();
@@ -107,7 +106,7 @@ pub async fn current(state: &AppState) -> Result<Option<Round>, AppError> {
             experiment: experiment.name(),
             title: title(experiment.name(), experiment.title(), &params),
             params,
-            question: state.course.predictions.get(&stored.quantity)?.clone(),
+            question: classroom.course.predictions.get(&stored.quantity)?.clone(),
             status: [Status::Open, Status::Running, Status::Revealed]
                 .into_iter()
                 .find(|s| s.name() == stored.status)
@@ -154,59 +153,61 @@ pub fn choices() -> Vec<(String, String)> {
 /// Opens a round for experiment `name` with its default parameters, or for a lab named
 /// `lab/<lab>` with that lab's known-good settings on this backend (replacing any round
 /// in progress); refused when it asks no question on this server.
-pub async fn open(state: &AppState, name: &str) -> Result<(), AppError> {
-    let on_gpu = state.engine.card.kind == "cuda";
+pub async fn open(classroom: &Classroom, name: &str) -> Result<(), ClassroomError> {
+    let on_gpu = classroom.engine.card.kind.is_cuda();
     let (name, params) = match name.split_once('/') {
         Some((experiment, lab)) if experiment == Labs::NAME => {
             let id: LabId = serde_json::from_value(Value::String(lab.to_string()))
-                .map_err(|_| AppError::Invalid(format!("no tuning lab called `{lab}`")))?;
+                .map_err(|_| ClassroomError::Invalid(format!("no tuning lab called `{lab}`")))?;
             // Plain data: serializing it cannot fail.
             let params = serde_json::to_value(LabParams::reference_of(id, on_gpu));
             (experiment, Some(params.unwrap_or_default()))
         }
         _ if name == Labs::NAME => {
-            return Err(AppError::Invalid(
+            return Err(ClassroomError::Invalid(
                 "choose which tuning lab: `lab/feed-the-gpu`, `lab/stop-waiting` …".into(),
             ));
         }
         _ => (name, None),
     };
     let experiment = crate::experiments::find(name)
-        .ok_or_else(|| AppError::Invalid(format!("no experiment called `{name}`")))?;
+        .ok_or_else(|| ClassroomError::Invalid(format!("no experiment called `{name}`")))?;
     let params = params.unwrap_or_else(|| experiment.defaults());
     let question = prediction::pick(experiment.quantities(), &params, on_gpu)
-        .and_then(|q| state.course.predictions.get(q.key).cloned())
-        .ok_or_else(|| AppError::Invalid(format!("`{name}` asks no question on this server")))?;
-    let (quantity, stored) = (question.quantity.clone(), params.to_string());
-    state
+        .and_then(|q| classroom.course.predictions.get(q.key).cloned())
+        .ok_or_else(|| {
+            ClassroomError::Invalid(format!("`{name}` asks no question on this server"))
+        })?;
+    let (quantity, unit, stored) = (question.quantity, question.unit, params.to_string());
+    classroom
         .db
-        .run(move |tx| rounds::open(tx, experiment.name(), &quantity, &stored))
+        .run(move |tx| rounds::open(tx, experiment.name(), &quantity, &unit, &stored))
         .await?;
     Ok(())
 }
 
 /// Ends the round (pages stop showing it).
-pub async fn close(state: &AppState) -> Result<(), AppError> {
-    Ok(state.db.run(rounds::close).await?)
+pub async fn close(classroom: &Classroom) -> Result<(), ClassroomError> {
+    Ok(classroom.db.run(rounds::close).await?)
 }
 
 /// Stores `student`'s prediction for round `round`, while it is open.
 pub async fn predict(
-    state: &AppState,
+    classroom: &Classroom,
     round: i64,
     student: &str,
     predicted: f64,
-) -> Result<(), AppError> {
-    let open = current(state)
+) -> Result<(), ClassroomError> {
+    let open = current(classroom)
         .await?
         .is_some_and(|r| r.id == round && r.status == Status::Open);
     if !open {
-        return Err(AppError::Conflict(
+        return Err(ClassroomError::Conflict(
             "This round takes no more predictions: the instructor has run it, closed it or opened another.".into(),
         ));
     }
     let student = student.to_string();
-    state
+    classroom
         .db
         .run(move |tx| rounds::predict(tx, round, &student, predicted))
         .await?;
@@ -214,9 +215,9 @@ pub async fn predict(
 }
 
 /// Sets round `round`'s status and error.
-async fn mark(state: &AppState, round: i64, status: Status, error: Option<String>) {
+async fn mark(classroom: &Classroom, round: i64, status: Status, error: Option<String>) {
     let name = status.name();
-    let stored = state
+    let stored = classroom
         .db
         .run(move |tx| rounds::set_status(tx, round, name, error.as_deref()))
         .await;
@@ -225,74 +226,64 @@ async fn mark(state: &AppState, round: i64, status: Status, error: Option<String
     }
 }
 
-/// Closes predictions and queues the experiment once; a task reveals the result when it
-/// is measured.
-pub async fn run(state: &AppState) -> Result<(), AppError> {
-    let round = current(state)
+/// Closes predictions and queues the experiment once (the round turns `running` as its
+/// job is queued); the worker that completes the job reveals the round in the same
+/// transaction ([`crate::db::job_claims::complete`]), so nothing here waits for it.
+pub async fn run(classroom: &Classroom) -> Result<(), ClassroomError> {
+    let round = current(classroom)
         .await?
         .filter(|r| r.status == Status::Open)
-        .ok_or_else(|| AppError::Conflict("No round is open: open one first.".into()))?;
-    mark(state, round.id, Status::Running, None).await;
+        .ok_or_else(|| ClassroomError::Conflict("No round is open: open one first.".into()))?;
     let Some(entry) = crate::experiments::find(round.experiment) else {
         let why = format!("no experiment `{}`", round.experiment);
-        mark(state, round.id, Status::Failed, Some(why)).await;
+        mark(classroom, round.id, Status::Failed, Some(why)).await;
         return Ok(());
     };
     let job = entry
-        .prepare(Some(&round.params), &state.engine.limits)
-        .map_err(|e| AppError::Invalid(e.to_string()))?;
-    match state.engine.submit("instructor-round", None, job).await {
-        Ok((id, _)) => {
-            tokio::spawn(reveal_when_done(state.clone(), round, id));
-        }
-        Err(refused) => {
-            let why =
-                format!("the queue refused the run ({refused:?}); open the round again and retry");
-            mark(state, round.id, Status::Failed, Some(why)).await;
-        }
+        .prepare(Some(&round.params), &classroom.engine.limits)
+        .map_err(|e| ClassroomError::Invalid(e.to_string()))?;
+    if let Err(refused) = classroom
+        .engine
+        .submit_round("instructor-round", round.id, job)
+        .await
+    {
+        let why =
+            format!("the queue refused the run ({refused:?}); open the round again and retry");
+        mark(classroom, round.id, Status::Failed, Some(why)).await;
     }
     Ok(())
 }
 
-/// Waits for job `job` of `round`, then stores and reveals its measurement.
-async fn reveal_when_done(state: AppState, round: Round, job: u64) {
-    let outcome = match state.engine.finished(job, None).await {
-        Some(JobState::Done { .. }) => state
-            .db
-            .run(move |tx| jobs::measured(tx, job))
-            .await
-            .map_err(|e| e.to_string())
-            .and_then(|value| {
-                value.ok_or_else(|| "the run measured nothing to compare with".to_string())
-            }),
-        Some(JobState::Failed { error }) => Err(error),
-        _ => Err("the job was lost".to_string()),
-    };
-    let stored = match outcome {
-        Ok(measured) => {
-            let template = PredictionRow {
-                student_id: String::new(),
-                experiment: round.experiment.to_string(),
-                quantity: round.question.quantity.clone(),
-                params: round.params.to_string(),
-                predicted: 0.0,
-                measured,
-                unit: round.question.unit.clone(),
-                backend: state.engine.card.kind.to_string(),
-                device: state.engine.card.name.clone(),
-            };
-            // `rounds::reveal` stores the status with the measurement.
-            let id = round.id;
-            state
-                .db
-                .run(move |tx| rounds::reveal(tx, id, &template))
-                .await
-                .map(drop)
-                .map_err(|e| e.to_string())
-        }
-        Err(error) => Err(error),
-    };
-    if let Err(error) = stored {
-        mark(&state, round.id, Status::Failed, Some(error)).await;
+/// The round as the instructor page shows it.
+#[derive(Debug, Clone)]
+pub struct InstructorRound {
+    /// The experiment's caption.
+    pub title: String,
+    /// The question.
+    pub question: String,
+    /// `open`, `running`, `revealed`, `failed`.
+    pub status: &'static str,
+    /// Predictions so far.
+    pub predictions: usize,
+    /// The measured value with its unit, once revealed.
+    pub measured: Option<String>,
+    /// Share within 2× once revealed (percent).
+    pub within_2x_percent: Option<u32>,
+    /// Why it failed.
+    pub error: Option<String>,
+}
+
+/// The round for the instructor page.
+pub fn instructor_view(r: &Round) -> InstructorRound {
+    InstructorRound {
+        title: r.title.clone(),
+        question: r.question.question.clone(),
+        status: r.status.name(),
+        predictions: r.predictions.len(),
+        measured: r
+            .measured
+            .map(|m| super::calibration::tick_value(m, &r.question.unit)),
+        within_2x_percent: r.within_2x_percent(),
+        error: r.error.clone(),
     }
 }

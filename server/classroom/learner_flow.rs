@@ -173,7 +173,7 @@ pub struct DeviceStatus {
 impl DeviceStatus {
     /// The status for the device the engine chose at start-up.
     pub fn from_card(card: &DeviceCard) -> Self {
-        if card.kind == "cuda" {
+        if card.kind.is_cuda() {
             return Self {
                 gpu: true,
                 headline: format!("Live experiments run on this server's GPU: {}.", card.name),

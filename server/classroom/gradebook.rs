@@ -1,12 +1,18 @@
-//! The gradebook as a table the instructor can sort, filter and page through: every
+//! The gradebook's read model ([`ClassData`]: every best result, member and missed
+//! question, read in one transaction) and the table the instructor sorts, filters and
+//! pages through: every
 //! step happens on the server over the whole class (so sorting by a quiz sorts all 300
 //! students, not the 100 on screen), driven by query parameters that work without
 //! JavaScript. Also the class figures per quiz (pass rate, median best score) and the
 //! "stuck" flag: several attempts at a quiz and no pass.
 
+use std::collections::HashMap;
+
 use serde::Deserialize;
 
-use crate::web::error::AppError;
+use super::{Classroom, ClassroomError};
+use crate::db::class_summary::{self, ClassMember, MissedByStudents};
+use crate::db::gradebook::{self, GradeCell};
 
 /// Students per gradebook page.
 pub const ROWS_PER_PAGE: usize = 100;
@@ -113,11 +119,13 @@ pub struct View {
 
 impl View {
     /// Validates `query` against the quiz ids; a clear message for anything unknown.
-    pub fn parse(query: &GradebookQuery, quiz_ids: &[&str]) -> Result<Self, AppError> {
+    pub fn parse(query: &GradebookQuery, quiz_ids: &[&str]) -> Result<Self, ClassroomError> {
         let page = match query.page.as_deref().filter(|p| !p.is_empty()) {
             None => 1,
             Some(p) => p.parse::<usize>().ok().filter(|p| *p >= 1).ok_or_else(|| {
-                AppError::BadRequest(format!("`page` must be a whole number from 1, not `{p}`"))
+                ClassroomError::Malformed(format!(
+                    "`page` must be a whole number from 1, not `{p}`"
+                ))
             })?,
         };
         let sort = match query.sort.as_deref().unwrap_or("name") {
@@ -125,7 +133,7 @@ impl View {
             "active" => SortKey::Active,
             "stuck" => SortKey::Stuck,
             quiz => SortKey::Quiz(quiz_ids.iter().position(|id| *id == quiz).ok_or_else(|| {
-                AppError::BadRequest(format!(
+                ClassroomError::Malformed(format!(
                     "cannot sort by `{quiz}`: use name, active, stuck or a quiz id ({})",
                     quiz_ids.join(", ")
                 ))
@@ -136,14 +144,14 @@ impl View {
             "asc" => false,
             "desc" => true,
             other => {
-                return Err(AppError::BadRequest(format!(
+                return Err(ClassroomError::Malformed(format!(
                     "`dir` is asc or desc, not `{other}`"
                 )));
             }
         };
         let filter = query.q.as_deref().unwrap_or("").trim().to_lowercase();
         if filter.chars().count() > MAX_FILTER_CHARS {
-            return Err(AppError::BadRequest(format!(
+            return Err(ClassroomError::Malformed(format!(
                 "the name filter has at most {MAX_FILTER_CHARS} characters"
             )));
         }
@@ -151,7 +159,7 @@ impl View {
             "" | "all" => false,
             "stuck" => true,
             other => {
-                return Err(AppError::BadRequest(format!(
+                return Err(ClassroomError::Malformed(format!(
                     "`show` is all or stuck, not `{other}`"
                 )));
             }
@@ -239,6 +247,75 @@ fn median(sorted: &[f64]) -> f64 {
     (middle * 10.0).round() / 10.0
 }
 
+/// Everything the gradebook, its figures and the exports are built from.
+pub struct ClassData {
+    /// Best result per student and quiz, then per student and tuning lab.
+    pub cells: Vec<GradeCell>,
+    /// Students with attempts and their last activity.
+    pub members: Vec<ClassMember>,
+    /// Missed questions, counted per student.
+    pub missed: Vec<MissedByStudents>,
+    /// This database's pseudonym key.
+    pub key: String,
+}
+
+impl ClassData {
+    /// Reads it all in one go.
+    pub async fn load(classroom: &Classroom) -> Result<Self, ClassroomError> {
+        Ok(classroom
+            .db
+            .run(|tx| {
+                Ok(Self {
+                    cells: {
+                        let mut cells = gradebook::grades(tx)?;
+                        cells.extend(crate::db::lab_attempts::grades(tx)?);
+                        cells
+                    },
+                    members: class_summary::members(tx)?,
+                    missed: class_summary::missed_by_students(tx)?,
+                    key: gradebook::pseudonym_key(tx)?,
+                })
+            })
+            .await?)
+    }
+
+    /// One gradebook row per student, cells in the order of `quiz_ids`.
+    pub fn rows(&self, quiz_ids: &[&str]) -> Vec<Row> {
+        let mut by_student: HashMap<&str, Vec<&GradeCell>> = HashMap::new();
+        for cell in &self.cells {
+            by_student.entry(&cell.student_id).or_default().push(cell);
+        }
+        self.members
+            .iter()
+            .map(|member| {
+                let pseudonym = gradebook::pseudonym(&self.key, &member.student_id);
+                let cells = by_student.get(member.student_id.as_str());
+                Row {
+                    name: shown_name(member.display_name.as_deref(), &pseudonym),
+                    last_active: member.last_active.clone(),
+                    cells: quiz_ids
+                        .iter()
+                        .map(|id| {
+                            let c = cells?.iter().find(|c| c.quiz_id == *id)?;
+                            Some(Cell {
+                                best_percent: c.best_percent,
+                                attempts: c.attempts,
+                                passed: c.passed,
+                            })
+                        })
+                        .collect(),
+                    pseudonym,
+                }
+            })
+            .collect()
+    }
+}
+
+/// A student's name as the instructor sees it.
+pub fn shown_name(display_name: Option<&str>, pseudonym: &str) -> String {
+    display_name.map_or_else(|| format!("anonymous {pseudonym}"), str::to_string)
+}
+
 #[cfg(test)]
-#[path = "gradebook_table_tests.rs"]
+#[path = "gradebook_tests.rs"]
 mod tests;
