@@ -19,8 +19,8 @@ use std::net::IpAddr;
 
 use serde::Serialize;
 
-use super::fair_share::{self, Cap, Waiting};
 use super::clock::epoch_now as now;
+use super::fair_share::{self, Cap, Waiting};
 use super::{DbError, Dialect, Tx};
 use crate::config::Limits;
 use crate::params;

@@ -14,8 +14,9 @@ use crate::experiments::training::{Optim, TrainPrecision};
 /// takes *the named lab's* baseline value, so `{"lab": "fit-the-budget"}` asks for that
 /// lab's slow loop, not another lab's; a body without `lab` is feed-the-gpu's.
 #[derive(Debug, Clone, Deserialize, Serialize, utoipa::ToSchema)]
-// `default` is for the OpenAPI schema (no field required); `Submitted` does the reading.
-#[serde(from = "Submitted", default)]
+// `default` and `deny_unknown_fields` are for the OpenAPI schema (no field required, no
+// other field allowed); `Submitted` does the reading.
+#[serde(from = "Submitted", default, deny_unknown_fields)]
 pub struct LabParams {
     /// `feed-the-gpu`, `stop-waiting`, `fit-the-budget`, `mixed-precision` or
     /// `slow-loop-doctor`.
@@ -48,21 +49,43 @@ impl Default for LabParams {
     }
 }
 
-/// A body as sent, every field optional; unknown fields are refused by name.
+/// A body as sent, every field optional (but not `null`); unknown fields are refused by
+/// name.
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct Submitted {
+    #[serde(default, deserialize_with = "given")]
     lab: Option<LabId>,
+    #[serde(default, deserialize_with = "given")]
     batch: Option<usize>,
+    #[serde(default, deserialize_with = "given")]
     data_on_device: Option<bool>,
+    #[serde(default, deserialize_with = "given")]
     pinned: Option<bool>,
+    #[serde(default, deserialize_with = "given")]
     non_blocking: Option<bool>,
+    #[serde(default, deserialize_with = "given")]
     log_every: Option<usize>,
+    #[serde(default, deserialize_with = "given")]
     timer_sync: Option<bool>,
+    #[serde(default, deserialize_with = "given")]
     precision: Option<TrainPrecision>,
+    #[serde(default, deserialize_with = "given")]
     optimizer: Option<Optim>,
+    #[serde(default, deserialize_with = "given")]
     accumulation: Option<usize>,
+    #[serde(default, deserialize_with = "given")]
     recompute: Option<bool>,
+}
+
+/// A field that is there holds a value: `null` is refused as the wrong type, as the
+/// other experiments' parameters refuse it.
+fn given<'de, D, T>(d: D) -> Result<Option<T>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: Deserialize<'de>,
+{
+    T::deserialize(d).map(Some)
 }
 
 impl From<Submitted> for LabParams {
@@ -191,6 +214,8 @@ mod tests {
         .unwrap();
         assert!(partial.recompute);
         assert_eq!(partial.batch, budget.batch);
+        let null = serde_json::from_value::<LabParams>(serde_json::json!({ "lab": null }));
+        assert!(null.is_err(), "null is not a lab");
         let unknown = serde_json::from_value::<LabParams>(serde_json::json!({ "batchh": 8 }));
         assert!(unknown.unwrap_err().to_string().contains("batchh"));
     }
