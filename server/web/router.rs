@@ -30,7 +30,7 @@ use super::layers::{CompressUnencoded, Track, UniformRejections};
 use super::openapi::{self, ApiDoc, Document};
 use super::routes::{
     assets, class_round, experiments, health, instructor, instructor_cockpit, instructor_exports,
-    learner, lint, me, pages, playground, quiz, resume,
+    learner, lint, me, notebooks, pages, playground, quiz, resume,
 };
 use super::state::AppState;
 use super::student_layer::{StudentLayer, WriteBudget};
@@ -188,6 +188,7 @@ pub fn router(
         .route("/search", get(learner::search))
         .route("/lessons/{slug}/code.py", get(learner::lesson_script))
         .route("/lessons/{slug}/code.ipynb", get(learner::lesson_notebook))
+        .route("/notebooks/{file}", get(notebooks::download))
         .route("/healthz", get(health::healthz))
         .route("/readyz", get(health::readyz))
         .route("/metrics", get(health::metrics))

@@ -12,6 +12,7 @@ pub mod instructor_exports;
 pub mod learner;
 pub mod lint;
 pub mod me;
+pub mod notebooks;
 pub mod pages;
 pub mod playground;
 pub mod quiz;
