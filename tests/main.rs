@@ -21,6 +21,7 @@ mod encoding;
 mod experiments;
 mod faults;
 mod gpu;
+mod gpu_runs;
 mod gradebook;
 mod http;
 // The host's `c++` and Unix exit signals; the same kernels are checked on Linux.

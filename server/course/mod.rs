@@ -8,6 +8,7 @@ pub mod frontmatter;
 pub mod grading;
 pub mod highlight;
 pub mod html;
+pub mod learner_runs;
 pub mod markdown;
 pub mod math;
 pub mod notebook;

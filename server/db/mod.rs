@@ -22,6 +22,7 @@ pub mod instructor_sessions;
 pub mod job_claims;
 pub mod jobs;
 pub mod lab_attempts;
+pub mod learner_runs;
 pub mod listener;
 pub mod measurements;
 pub mod migrations;
@@ -409,6 +410,19 @@ ALTER TABLE lab_attempts ADD COLUMN summary TEXT;
     // card shows a live worker's (db::worker_ceilings).
     r"
 ALTER TABLE workers ADD COLUMN ceilings TEXT;
+",
+    // Learners' own GPU runs, uploaded from a GPU elsewhere, per student
+    // (db::learner_runs).
+    r"
+CREATE TABLE learner_gpu_runs (
+    id               INTEGER PRIMARY KEY AUTOINCREMENT,
+    student_id       TEXT NOT NULL,
+    device           TEXT NOT NULL,
+    recorded_at_unix INTEGER NOT NULL,
+    imported_at      TEXT NOT NULL,
+    run              TEXT NOT NULL
+);
+CREATE INDEX learner_gpu_runs_by_student ON learner_gpu_runs(student_id, id);
 ",
 ];
 

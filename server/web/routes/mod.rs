@@ -5,6 +5,7 @@
 pub mod assets;
 pub mod class_round;
 pub mod experiments;
+pub mod gpu_runs;
 pub mod health;
 pub mod instructor;
 pub mod instructor_cockpit;
