@@ -245,6 +245,16 @@ impl Limits {
     }
 }
 
+/// Learners' own GPU runs (`course::learner_runs`): fixed caps, not flags. The size is
+/// the router's body limit for that one route, set before any server's flags are read;
+/// the course's own H200 recording of `gpulab bench all --json` is about 390 KB.
+impl Limits {
+    /// The largest run file a learner may upload.
+    pub const LEARNER_RUN_MAX_BYTES: usize = 1 << 20;
+    /// How many runs one learner keeps.
+    pub const LEARNER_RUNS_PER_STUDENT: i64 = 8;
+}
+
 impl Default for Limits {
     fn default() -> Self {
         Self::DEFAULT

@@ -31,7 +31,10 @@
 //!   checks, sourced figures and cited footnotes, size units that match the experiments'
 //!   own sizes) and rendered to HTML once, at start-up, with each lesson's outline (its
 //!   sections and code) for the search index and the `.py`/`.ipynb` downloads. Quiz
-//!   answers are read and graded here too. `gpulab check` runs the same chain.
+//!   answers are read and graded here too. `gpulab check` runs the same chain. The
+//!   course's notebooks (`course::notebooks`: the Colab one) are checked and served as
+//!   downloads; a learner's own `gpulab bench all --json` upload is checked here
+//!   (`course::learner_runs`) before the About page's form stores it for them.
 //! - [`lint`]: the script doctor. A learner's own training script, parsed (never run)
 //!   with tree-sitter's Python grammar, checked against the course's pitfalls with each
 //!   finding's place computed (the step loop, calls followed into the script's own
@@ -43,7 +46,7 @@
 //!   old version is written beside it; a newer version's database is refused) or PostgreSQL, one
 //!   SQL surface for both — of students, quiz attempts and answers, resume codes,
 //!   predictions, the run history and the latest measurements, tuning-lab attempts
-//!   ([`db::lab_attempts`]), instructor sign-ins,
+//!   ([`db::lab_attempts`]), learners' own GPU runs ([`db::learner_runs`]), instructor sign-ins,
 //!   class rounds, and the experiment queue ([`db::jobs`], [`db::job_claims`]); the
 //!   instructor's gradebook queries; whether it takes writes (a full disk, a read-only
 //!   or removed file: a 503 that saves nothing, reported by `/readyz` and `/metrics`),

@@ -22,6 +22,7 @@ mod experiments;
 mod fair_share;
 mod faults;
 mod gpu;
+mod gpu_runs;
 mod gradebook;
 mod http;
 // The host's `c++` and Unix exit signals; the same kernels are checked on Linux.

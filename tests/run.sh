@@ -5,8 +5,8 @@
 # target/e2e-artifacts/screenshots/), the API fuzz, crash and load tests (tests/fuzz,
 # tests/crash, tests/load), the Dockerfile lint, the Windows, Linux-on-Arm and macOS
 # builds (tests/platforms), the image built from docker/Dockerfile and the PostgreSQL
-# deployment run with podman (tests/image), and the GPU chain (tests/gpu) checked end to
-# end on the CPU.
+# deployment run with podman (tests/image), the GPU chain (tests/gpu) checked end to
+# end on the CPU, and the wheel and the Colab notebook (tests/wheel).
 # This is the test command named in README.md; CI runs it through .ci/run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -145,3 +145,9 @@ bash tests/image/run-ci.sh
 # the proxy, a web node, PostgreSQL and the worker; the gradebook kept across down/up.
 echo "== the class deployment: docker/compose.postgres.yaml with podman-compose (tests/image/class-ci.sh)"
 bash tests/image/class-ci.sh
+# The wheel (`pip install gpulab`): maturin packs the same debug build with the course
+# embedded (it must compile nothing but gpulab's own crate again), installed into a fresh
+# virtual environment and served from there; then the Colab notebook, validated and run
+# to its end on the CPU with that wheel (tests/wheel/README.md).
+echo "== the wheel: built by maturin, installed in a fresh venv, served; the Colab notebook run (tests/wheel/run-ci.sh)"
+bash tests/wheel/run-ci.sh

@@ -131,6 +131,19 @@ if ! cmp -s tests/image/compose-requirements.txt "$COMPOSE_VENV/.installed-requi
   cp tests/image/compose-requirements.txt "$COMPOSE_VENV/.installed-requirements.txt"
 fi
 
+# The wheel (tests/wheel/run-ci.sh): maturin builds it, nbformat and nbclient (with an
+# ipykernel kernel) check and run the Colab notebook; pinned in
+# tests/wheel/requirements.txt, in a virtualenv under target/, again only when it changes.
+WHEEL_VENV=target/wheel-venv
+if ! cmp -s tests/wheel/requirements.txt "$WHEEL_VENV/.installed-requirements.txt"; then
+  command -v python3 >/dev/null || { echo "setup: python3 is required for the wheel's tests" >&2; exit 1; }
+  echo "setup: installing tests/wheel/requirements.txt (maturin, nbclient, ipykernel) into $WHEEL_VENV"
+  rm -rf "$WHEEL_VENV"
+  python3 -m venv "$WHEEL_VENV"
+  "$WHEEL_VENV/bin/pip" install -q --disable-pip-version-check -r tests/wheel/requirements.txt
+  cp tests/wheel/requirements.txt "$WHEEL_VENV/.installed-requirements.txt"
+fi
+
 # Python's own parser and nbformat's validator check the lessons' .py and .ipynb
 # downloads in the end-to-end tests, and pre-commit validates the script doctor's hook
 # manifest (.pre-commit-hooks.yaml): both pinned, in a virtualenv under target/.

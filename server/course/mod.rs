@@ -8,9 +8,11 @@ pub mod frontmatter;
 pub mod grading;
 pub mod highlight;
 pub mod html;
+pub mod learner_runs;
 pub mod markdown;
 pub mod math;
 pub mod notebook;
+pub mod notebooks;
 pub mod numeric;
 pub mod outline;
 pub mod predictions;
@@ -81,6 +83,8 @@ pub struct Course {
     pub references: std::sync::Arc<Vec<reference_runs::ReferenceFile>>,
     /// What each live experiment asks before it runs (`predictions.toml`).
     pub predictions: std::sync::Arc<predictions::Questions>,
+    /// Notebooks served for download (`notebooks/*.ipynb`).
+    pub notebooks: std::sync::Arc<Vec<notebooks::Notebook>>,
 }
 
 /// The id (and URL segment) of the course's final exam.
@@ -214,7 +218,11 @@ impl Course {
         for (lesson_index, (file, lesson_links)) in links.iter().enumerate() {
             let own_slug = &anchors[lesson_index].0;
             for link in lesson_links {
-                if let Err(message) = check_link(&link.dest, own_slug, &anchors) {
+                let checked = match link.dest.strip_prefix("/notebooks/") {
+                    Some(name) => notebooks::check_link(source, name),
+                    None => check_link(&link.dest, own_slug, &anchors),
+                };
+                if let Err(message) = checked {
                     problems.push(Problem::new(file, link.line, message));
                 }
             }
@@ -241,6 +249,7 @@ impl Course {
             )),
         }
         let references = load_references(source, &mut problems);
+        let notebooks = notebooks::load(source, &mut problems);
         let predictions = match source.read(predictions::FILE) {
             Ok(Some(text)) => {
                 let file = source.display_path(predictions::FILE);
@@ -261,6 +270,7 @@ impl Course {
                 search: std::sync::Arc::default(),
                 references: std::sync::Arc::new(references),
                 predictions: std::sync::Arc::new(predictions),
+                notebooks: std::sync::Arc::new(notebooks),
             };
             course.search = std::sync::Arc::new(search::SearchIndex::build(&course));
             course.link_questions_to_sections();

@@ -26,6 +26,7 @@ pub mod instructor_sessions;
 pub mod job_claims;
 pub mod jobs;
 pub mod lab_attempts;
+pub mod learner_runs;
 pub mod listener;
 pub mod measurements;
 pub mod migrations;
@@ -436,6 +437,19 @@ ALTER TABLE workers ADD COLUMN ceilings TEXT;
     r"
 ALTER TABLE jobs ADD COLUMN round_id INTEGER;
 ALTER TABLE rounds ADD COLUMN unit TEXT;
+",
+    // Learners' own GPU runs, uploaded from a GPU elsewhere, per student
+    // (db::learner_runs).
+    r"
+CREATE TABLE learner_gpu_runs (
+    id               INTEGER PRIMARY KEY AUTOINCREMENT,
+    student_id       TEXT NOT NULL,
+    device           TEXT NOT NULL,
+    recorded_at_unix INTEGER NOT NULL,
+    imported_at      TEXT NOT NULL,
+    run              TEXT NOT NULL
+);
+CREATE INDEX learner_gpu_runs_by_student ON learner_gpu_runs(student_id, id);
 ",
 ];
 

@@ -202,6 +202,7 @@ pub fn reset(tx: &mut Tx, student: &str) -> Result<(), DbError> {
         "DELETE FROM round_predictions WHERE student_id = ?1",
         crate::params![student],
     )?;
+    super::learner_runs::remove_all(tx, student)?;
     tx.execute(
         "UPDATE students SET display_name = NULL WHERE id = ?1",
         crate::params![student],

@@ -95,6 +95,13 @@ fn rows_of(version: usize) -> String {
         13 => "UPDATE lab_attempts SET summary = '{\"criteria\":[{\"name\":\"speed-up\",\"met\":true}]}' WHERE verdict = 'pass';"
             .into(),
         14 => "UPDATE workers SET ceilings = '{\"memory_gbps\":4200.5}' WHERE name = 'gpu-0';".into(),
+        15 => "UPDATE jobs SET round_id = 1 WHERE id = 17;
+               UPDATE rounds SET unit = 'n' WHERE id = 1;"
+            .into(),
+        16 => format!(
+            "INSERT INTO learner_gpu_runs (student_id, device, recorded_at_unix, imported_at, run) VALUES
+               ('{ZOE}', 'Tesla T4', 1788000010, '2026-09-07T09:00:00.000Z', '{{\"format\":\"gpulab-bench\",\"results\":[]}}');"
+        ),
         _ => String::new(),
     }
 }
@@ -149,10 +156,17 @@ fn write_upgrade_fixtures() {
     let folder = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/upgrade");
     std::fs::create_dir_all(&folder).unwrap();
     let server = std::env::var("GPULAB_FIXTURE_POSTGRES").ok();
+    // A shipped version's fixtures are kept as they were written (migration 10 stamps the
+    // time, so a second writing would differ): only versions without one are written.
     for version in 1..=MIGRATIONS.len() {
-        write_sqlite(&folder.join(format!("sqlite-v{version:02}.db")), version);
+        let sqlite = folder.join(format!("sqlite-v{version:02}.db"));
+        if !sqlite.exists() {
+            write_sqlite(&sqlite, version);
+        }
+        let dump = folder.join(format!("pg-v{version:02}.sql"));
         if let Some(server) = server.as_deref()
             && version >= FIRST_POSTGRES_VERSION
+            && !dump.exists()
         {
             // The plain thread: the synchronous client runs a runtime of its own.
             let server = server.to_string();

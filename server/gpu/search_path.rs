@@ -3,7 +3,11 @@
 //! activated or not. `uv venv` and most editors make a `.venv` in the project folder
 //! and never activate it; pyenv keeps its Pythons under `~/.pyenv/versions`; and a
 //! `pip install` with a Python built elsewhere lands in that Python's own
-//! site-packages, which only it can name (`site.getsitepackages()`).
+//! site-packages, which only it can name (`site.getsitepackages()`). And `gpulab`
+//! itself may come from a wheel (`pip install gpulab`): the environment it was installed
+//! into is searched right after the activated ones, so the NVIDIA wheels installed
+//! beside it are found whether or not that environment is active (a notebook kernel's
+//! venv, `pipx`, Colab's `/usr/local` with PyTorch's `nvidia/*/lib` in `dist-packages`).
 //!
 //! Windows puts all of these elsewhere: the CUDA Toolkit under `%ProgramFiles%\NVIDIA
 //! GPU Computing Toolkit\CUDA\v12.9` (named by `CUDA_PATH` and `CUDA_PATH_V12_9`),
@@ -35,6 +39,9 @@ pub struct SearchEnv {
     pub virtual_env: Option<PathBuf>,
     /// `CONDA_PREFIX` (an activated conda environment).
     pub conda_prefix: Option<PathBuf>,
+    /// The Python environment this executable was installed into by its wheel: the
+    /// folder above the `bin` (Windows: `Scripts`) that holds it, when it is one.
+    pub own_prefix: Option<PathBuf>,
     /// The working directory: it and each parent may hold a `.venv`.
     pub cwd: Option<PathBuf>,
     /// `HOME` (on Windows `USERPROFILE` when `HOME` is unset).
@@ -66,6 +73,7 @@ impl SearchEnv {
             cuda_versioned_roots: Vec::new(),
             virtual_env: None,
             conda_prefix: None,
+            own_prefix: None,
             cwd: None,
             home: None,
             pyenv_root: None,
@@ -99,6 +107,9 @@ impl SearchEnv {
             cuda_versioned_roots,
             virtual_env: var("VIRTUAL_ENV"),
             conda_prefix: var("CONDA_PREFIX"),
+            own_prefix: std::env::current_exe()
+                .ok()
+                .and_then(|exe| installed_prefix(&exe, os)),
             cwd: std::env::current_dir().ok(),
             pyenv_root: var("PYENV_ROOT").or_else(|| home.as_ref().map(|h| h.join(".pyenv"))),
             home,
@@ -108,6 +119,33 @@ impl SearchEnv {
             python_site_packages: python_site_packages(os).to_vec(),
         }
     }
+}
+
+/// The Python environment whose scripts folder holds `exe` (pip puts a wheel's
+/// executables in `<prefix>/bin`, on Windows `<prefix>\Scripts`), or `None` when `exe`
+/// is not in one (a cargo build, an unpacked archive).
+pub fn installed_prefix(exe: &Path, os: Os) -> Option<PathBuf> {
+    let scripts = exe.parent()?;
+    let expected = if os == Os::Windows { "Scripts" } else { "bin" };
+    let named = scripts
+        .file_name()
+        .is_some_and(|n| n.to_string_lossy().eq_ignore_ascii_case(expected));
+    let prefix = scripts.parent()?;
+    let is_python = if os == Os::Windows {
+        prefix.join("Lib").is_dir()
+    } else {
+        prefix.join("pyvenv.cfg").is_file() || has_python_lib(prefix)
+    };
+    (named && is_python).then(|| prefix.to_path_buf())
+}
+
+/// Whether `prefix/lib` holds a `python3.*` folder.
+fn has_python_lib(prefix: &Path) -> bool {
+    std::fs::read_dir(prefix.join("lib")).is_ok_and(|entries| {
+        entries
+            .flatten()
+            .any(|e| e.file_name().to_string_lossy().starts_with("python3"))
+    })
 }
 
 /// The numbers in a folder name, compared group by group for "newest first":
@@ -179,7 +217,8 @@ pub fn toolkit_dirs(env: &SearchEnv, major: u32) -> Vec<PathBuf> {
 }
 
 /// Python prefixes (folders with a `lib/python3.*`, on Windows a `Lib`), in search
-/// order: the activated virtualenv and conda environment, then a `.venv` in the
+/// order: the activated virtualenv and conda environment, the one `gpulab` was
+/// installed into by its wheel, then a `.venv` in the
 /// working directory or any parent (nearest first), the user's own (`~/.local`; on
 /// Windows `%APPDATA%\Python\Python3XY`), pyenv's Pythons, then the system's
 /// (on Windows python.org's and conda's installs).
@@ -187,6 +226,7 @@ pub fn python_prefixes(env: &SearchEnv) -> Vec<PathBuf> {
     let mut prefixes: Vec<PathBuf> = Vec::new();
     prefixes.extend(env.virtual_env.clone());
     prefixes.extend(env.conda_prefix.clone());
+    prefixes.extend(env.own_prefix.clone());
     if let Some(cwd) = &env.cwd {
         prefixes.extend(cwd.ancestors().map(|dir| dir.join(".venv")));
     }

@@ -178,3 +178,66 @@ fn windows_pythons_are_found_where_their_installers_put_them() {
         "no Unix layout on Windows: {found:?}"
     );
 }
+
+#[test]
+fn the_environment_gpulab_was_pip_installed_into_is_searched_without_being_activated() {
+    // Colab's layout: PyTorch's CUDA 12 wheels under dist-packages of the Python that
+    // also holds the gpulab wheel's executable (there /usr/local/bin/gpulab).
+    let root = tempfile::tempdir().unwrap();
+    let prefix = root.path().join("usr/local");
+    let packages = prefix.join("lib/python3.12/dist-packages");
+    std::fs::create_dir_all(packages.join("nvidia/cuda_nvrtc/lib")).unwrap();
+    std::fs::create_dir_all(prefix.join("bin")).unwrap();
+    let exe = prefix.join("bin/gpulab");
+    assert_eq!(installed_prefix(&exe, Os::Linux), Some(prefix.clone()));
+    let env = SearchEnv {
+        own_prefix: installed_prefix(&exe, Os::Linux),
+        ..SearchEnv::empty(Os::Linux)
+    };
+    assert!(
+        site_packages(&env).contains(&packages),
+        "{:?}",
+        site_packages(&env)
+    );
+    // A venv's gpulab (pyvenv.cfg beside bin/) comes right after the activated one.
+    let venv = root.path().join("kernel-venv");
+    let venv_packages = packages_in(&venv);
+    std::fs::write(venv.join("pyvenv.cfg"), "home = /usr/bin\n").unwrap();
+    let active = packages_in(&root.path().join("active"));
+    let project = packages_in(&root.path().join("work/.venv"));
+    let env = SearchEnv {
+        virtual_env: Some(root.path().join("active")),
+        own_prefix: installed_prefix(&venv.join("bin/gpulab"), Os::Linux),
+        cwd: Some(root.path().join("work")),
+        ..SearchEnv::empty(Os::Linux)
+    };
+    let found = site_packages(&env);
+    let at = |d: &PathBuf| found.iter().position(|f| f == d).unwrap();
+    assert!(at(&active) < at(&venv_packages) && at(&venv_packages) < at(&project));
+}
+
+#[test]
+fn a_gpulab_outside_a_python_environment_adds_no_prefix() {
+    let root = tempfile::tempdir().unwrap();
+    // cargo's build folder, and a bin/ that is not a Python environment's.
+    assert_eq!(
+        installed_prefix(&root.path().join("target/debug/gpulab"), Os::Linux),
+        None
+    );
+    std::fs::create_dir_all(root.path().join("opt/bin")).unwrap();
+    assert_eq!(
+        installed_prefix(&root.path().join("opt/bin/gpulab"), Os::Linux),
+        None
+    );
+    // Windows: pip's Scripts folder beside Lib.
+    let venv = root.path().join("venv");
+    std::fs::create_dir_all(venv.join("Lib/site-packages")).unwrap();
+    assert_eq!(
+        installed_prefix(&venv.join("Scripts/gpulab.exe"), Os::Windows),
+        Some(venv.clone())
+    );
+    assert_eq!(
+        installed_prefix(&venv.join("bin/gpulab.exe"), Os::Windows),
+        None
+    );
+}

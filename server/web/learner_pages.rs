@@ -29,6 +29,8 @@ pub struct AboutPage<'a> {
     pub card: Vec<(&'static str, String)>,
     /// The script that mounts the live device card.
     pub script: String,
+    /// The script of "Bring your GPU's run home" (the learner's own runs).
+    pub runs_script: String,
 }
 
 /// The device card as rows for the about page (the live panel redraws it from

@@ -29,8 +29,8 @@ use super::identity::{CookiePolicy, StudentId};
 use super::layers::{CompressUnencoded, Track, UniformRejections};
 use super::openapi::{self, ApiDoc, Document};
 use super::routes::{
-    assets, class_round, experiments, health, instructor, instructor_cockpit, instructor_exports,
-    learner, lint, me, pages, playground, quiz, resume,
+    assets, class_round, experiments, gpu_runs, health, instructor, instructor_cockpit,
+    instructor_exports, learner, lint, me, notebooks, pages, playground, quiz, resume,
 };
 use super::state::AppState;
 use super::student_layer::{StudentLayer, WriteBudget};
@@ -77,6 +77,16 @@ fn api(student_layer: StudentLayer) -> OpenApiRouter<AppState> {
             OpenApiRouter::new()
                 .routes(routes!(lint::check_json))
                 .layer(DefaultBodyLimit::max(lint::MAX_BODY_BYTES)),
+        )
+        // A run file is larger than any other body: the handler says so past its cap,
+        // the framework's 413 only past this.
+        .merge(
+            OpenApiRouter::new()
+                .routes(routes!(gpu_runs::list, gpu_runs::upload))
+                .routes(routes!(gpu_runs::remove))
+                .layer(DefaultBodyLimit::max(
+                    Limits::LEARNER_RUN_MAX_BYTES + 64 * 1024,
+                )),
         )
         .routes(routes!(experiments::job))
         .routes(routes!(class_round::current))
@@ -188,6 +198,7 @@ pub fn router(
         .route("/search", get(learner::search))
         .route("/lessons/{slug}/code.py", get(learner::lesson_script))
         .route("/lessons/{slug}/code.ipynb", get(learner::lesson_notebook))
+        .route("/notebooks/{file}", get(notebooks::download))
         .route("/healthz", get(health::healthz))
         .route("/readyz", get(health::readyz))
         .route("/metrics", get(health::metrics))

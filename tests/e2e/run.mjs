@@ -11,7 +11,9 @@
 // codes on a second server with a token (lib/instructor.mjs); (g) the "Check your
 // script" page: paste a script, read its findings and follow their links, save the
 // report, axe light and dark (lib/lint.mjs); (h) a recorded run beside a CPU run and
-// under its reveal, on a server with a fixture (lib/reference.mjs). Prints PASS/FAIL per check and a
+// under its reveal, on a server with a fixture (lib/reference.mjs); (i) the Colab
+// notebook linked from the home page, and a learner's own GPU run imported on the About
+// page and shown as theirs (lib/own-run.mjs). Prints PASS/FAIL per check and a
 // summary table, writes target/e2e-artifacts/report.json, exits non-zero on any failure.
 // Usage and environment variables: tests/e2e/README.md. Run by tests/run.sh.
 
@@ -26,6 +28,7 @@ import { readCourse } from './lib/course.mjs';
 import { checkLessons } from './lib/lessons.mjs';
 import { checkLint } from './lib/lint.mjs';
 import { checkPages } from './lib/pages.mjs';
+import { checkOwnRun } from './lib/own-run.mjs';
 import { checkReference } from './lib/reference.mjs';
 import { checkQuiz } from './lib/quiz.mjs';
 import { Report, describeError } from './lib/report.mjs';
@@ -35,7 +38,7 @@ import { envInt, envList, withTimeout } from './lib/util.mjs';
 
 const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const artifacts = resolve(repoRoot, process.env.E2E_ARTIFACTS || 'target/e2e-artifacts');
-const ALL_PARTS = ['lessons', 'screenshots', 'axe', 'quiz', 'flow', 'lint', 'instructor', 'reference'];
+const ALL_PARTS = ['lessons', 'screenshots', 'axe', 'quiz', 'flow', 'lint', 'instructor', 'reference', 'own-run'];
 const parts = envList('E2E_PARTS').length ? envList('E2E_PARTS') : ALL_PARTS;
 const timeouts = {
   mount: envInt('E2E_MOUNT_TIMEOUT_MS', 15_000),
@@ -126,6 +129,10 @@ async function main() {
   if (parts.includes('reference')) {
     console.log('\n== (h) a recorded run beside a CPU run and under its reveal (own server, a fixture)');
     await checkReference(ctx);
+  }
+  if (parts.includes('own-run')) {
+    console.log('\n== (i) the Colab notebook link, and a learner\'s own GPU run imported and shown as theirs');
+    await checkOwnRun(ctx);
   }
   return meta;
 }

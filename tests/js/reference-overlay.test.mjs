@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 
 import { readFileSync } from 'node:fs';
 
-import { referenceOverlay, isoDate, recordedMeasurements, headlineNumbers } from '../../web/static/js/logic/reference-overlay.js';
+import { referenceOverlay, isoDate, recordedMeasurements, headlineNumbers, ownRunFiles } from '../../web/static/js/logic/reference-overlay.js';
 
 // A run made on the CPU by tests/gpu/gpu-run.sh --cpu and imported with --fixture.
 const fixture = JSON.parse(readFileSync(new URL('../fixtures/reference-runs/cpu-chain-fixture.json', import.meta.url)));
@@ -89,4 +89,24 @@ test('a recorded GPU run is labelled with its device and date, and CUDA joins it
 test('headline figures keep their spread', () => {
   assert.deepEqual(headlineNumbers({ step_ms: { median: 2, min: 1.5, max: 3.25, samples: 9 }, crossover_size: 64, rows: [] }),
     ['step ms: 2 (1.5–3.25)', 'crossover size: 64']);
+});
+
+test("a learner's own GPU run is labelled as theirs, beside the course's, in the aside and under the reveal", () => {
+  const uploaded = [{ id: 7, imported_at: '2026-11-29T10:00:00.000Z', file: {
+    kind: 'recorded', title: 'Your run on Tesla T4', note: 'not this server', figures: [],
+    recorded: { device: 'Tesla T4', driver_version: '550.54.15', recorded_at_unix: 1795900000, gpulab_version: '0.1.0', experiments: [{ name: 'matmul', result: { crossover_size: 512, measured: { quantity: 'matmul.crossover_size', value: 512, unit: 'n' } } }] },
+  } }, { id: 8, file: { kind: 'published' } }];
+  const own = ownRunFiles(uploaded);
+  assert.equal(own.length, 1, 'only recorded runs are taken');
+  assert.equal(uploaded[0].file.recorded.own, undefined, 'the response is not changed');
+  const o = referenceOverlay([recorded, ...own], 'matmul');
+  assert.deepEqual(o.recorded.map((r) => r.label), [
+    'What Test GPU measured (recorded run, 2025-11-23)',
+    'What your Tesla T4 measured, 2026-11-28',
+  ]);
+  assert.deepEqual(o.recorded.map((r) => r.own), [false, true]);
+  const under = recordedMeasurements(own, 'matmul', 'matmul.crossover_size');
+  assert.equal(under[0].label, 'What your Tesla T4 measured, 2026-11-28');
+  assert.equal(under[0].value, 512);
+  assert.equal(under[0].own, true);
 });

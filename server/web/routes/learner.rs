@@ -94,6 +94,7 @@ pub async fn about(
         device: &state.device,
         card: card_rows(&state.engine.card),
         script: state.assets.url("js/lesson.js"),
+        runs_script: state.assets.url("js/my-gpu-runs.js"),
     };
     Ok(with_etag(page.render()?, &headers))
 }

@@ -5,6 +5,7 @@
 pub mod assets;
 pub mod class_round;
 pub mod experiments;
+pub mod gpu_runs;
 pub mod health;
 pub mod instructor;
 pub mod instructor_cockpit;
@@ -12,6 +13,7 @@ pub mod instructor_exports;
 pub mod learner;
 pub mod lint;
 pub mod me;
+pub mod notebooks;
 pub mod pages;
 pub mod playground;
 pub mod quiz;

@@ -26,7 +26,7 @@ const LESSON = '/lessons/where-tensors-live';
 const FIXTURE = 'tests/fixtures/reference-runs/cpu-chain-fixture.json';
 
 /** Predicts 3 GB/s on the transfer panel, runs a small sweep; returns the figure. */
-async function predictAndRun(page) {
+export async function predictAndRun(page) {
   const figure = page.locator('figure[data-experiment="transfer-benchmark"]');
   await figure.locator('fieldset.exp-predict input.exp-predict-number').fill('3');
   const select = figure.locator('select[name="max_bytes"]');

@@ -5,16 +5,18 @@
 // prediction's reveal, what a recorded GPU measured for that question.
 
 import { el, richText } from '../dom.js';
-import { referenceOverlay, recordedMeasurements } from '../logic/reference-overlay.js';
+import { referenceOverlay, recordedMeasurements, ownRunFiles } from '../logic/reference-overlay.js';
 import { formatSig } from '../logic/panel-format.js';
 
 let referencesPromise = null;
 
 function loadReferences() {
   if (!referencesPromise) {
-    referencesPromise = fetch('/api/reference-runs', { headers: { Accept: 'application/json' } })
+    const json = (url) => fetch(url, { headers: { Accept: 'application/json' } })
       .then((r) => (r.ok ? r.json() : []))
       .catch(() => []);
+    referencesPromise = Promise.all([json('/api/reference-runs'), json('/api/me/gpu-runs')])
+      .then(([course, own]) => [...course, ...ownRunFiles(own)]);
   }
   return referencesPromise;
 }
@@ -28,7 +30,7 @@ export function referenceAside(experiment) {
       ...o.published.map((p) => el('li', { class: 'exp-reference-published' },
         el('strong', {}, `${p.label}: ${p.value}`), ' ', richText(p.detail), ' Source: ',
         el('a', { href: p.source.url, rel: 'noopener' }, p.source.title), '.')),
-      ...o.recorded.map((r) => el('li', { class: 'exp-reference-recorded' },
+      ...o.recorded.map((r) => el('li', { class: r.own ? 'exp-reference-recorded exp-reference-own' : 'exp-reference-recorded' },
         el('strong', {}, r.label), ` (${r.provenance})`, r.numbers.length ? `: ${r.numbers.join('; ')}.` : '.')),
     ];
     aside.append(
@@ -49,7 +51,7 @@ export function recordedBesideReveal(experiment, key) {
   loadReferences().then((files) => {
     const runs = recordedMeasurements(files, experiment, key);
     if (!runs.length) return;
-    box.append(el('ul', {}, ...runs.map((r) => el('li', { class: r.fixture ? 'exp-reference-fixture' : '' },
+    box.append(el('ul', {}, ...runs.map((r) => el('li', { class: r.fixture ? 'exp-reference-fixture' : (r.own ? 'exp-reference-own' : '') },
       el('strong', {}, `${r.label}: ${formatSig(r.value)}${r.unit ? ` ${r.unit}` : ''}`),
       r.sameQuestion ? ' for the same question' : ` (its question there: ${r.quantity})`,
       ` — ${r.provenance}.`))));

@@ -3,7 +3,9 @@
 // experiment. Published figures keep their label ("published peak, not measured") and
 // their source; recorded GPU Lab runs keep their device, driver, CUDA, date and version,
 // show the value a learner predicts as that GPU measured it, and each figure with its
-// spread. A test fixture (made on the CPU by the GPU chain) says it is not a GPU. When
+// spread. A test fixture (made on the CPU by the GPU chain) says it is not a GPU. A
+// learner's own run (uploaded on the About page, GET /api/me/gpu-runs, marked `own` by
+// the loader) is labelled as theirs: "What your Tesla T4 measured, <date>". When
 // nothing applies, the text says so instead of inventing a number.
 // Pure: tests/js/reference-overlay.test.mjs.
 
@@ -36,11 +38,21 @@ export function headlineNumbers(result, max = 4) {
     .map(([k, v]) => `${k.replace(/_/g, ' ')}: ${isSummary(v) ? `${formatSig(v.median)} (${formatSig(v.min)}–${formatSig(v.max)})` : formatSig(v)}`);
 }
 
-/** "What <device> measured (recorded run, <date>)", or a fixture's own warning. */
-function runLabel(run) {
-  return run.fixture
-    ? `Test fixture from GPU Lab's CPU chain on ${run.device}: not a GPU`
-    : `What ${run.device} measured (recorded run, ${isoDate(run.recorded_at_unix)})`;
+/**
+ * "What <device> measured (recorded run, <date>)", a learner's own "What your <device>
+ * measured, <date>", or a fixture's own warning.
+ */
+export function runLabel(run) {
+  if (run.fixture) return `Test fixture from GPU Lab's CPU chain on ${run.device}: not a GPU`;
+  if (run.own) return `What your ${run.device} measured, ${isoDate(run.recorded_at_unix)}`;
+  return `What ${run.device} measured (recorded run, ${isoDate(run.recorded_at_unix)})`;
+}
+
+/** The learner's runs (GET /api/me/gpu-runs) as reference files marked as their own. */
+export function ownRunFiles(runs) {
+  return (runs || [])
+    .filter((r) => r && r.file && r.file.kind === 'recorded' && r.file.recorded)
+    .map((r) => ({ ...r.file, recorded: { ...r.file.recorded, own: true } }));
 }
 
 function runProvenance(run) {
@@ -68,6 +80,7 @@ export function recordedMeasurements(files, experiment, key) {
       unit: measured.unit || '',
       sameQuestion: measured.quantity === key,
       fixture: Boolean(run.fixture),
+      own: Boolean(run.own),
     });
   }
   return out;
@@ -101,6 +114,7 @@ export function referenceOverlay(files, experiment) {
         label: runLabel(run),
         provenance: runProvenance(run),
         fixture: Boolean(run.fixture),
+        own: Boolean(run.own),
         numbers: [
           ...(measured && isNumber(measured.value) ? [`${measured.quantity}: ${formatSig(measured.value)}${measured.unit ? ` ${measured.unit}` : ''}`] : []),
           ...headlineNumbers(entry.result),
