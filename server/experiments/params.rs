@@ -89,7 +89,7 @@ impl Rule {
 
 /// Turns a JSON body (`None`: no body, read as `{}`) into typed parameters: choices
 /// are checked first (422), then the shape (400).
-pub fn parse<P: DeserializeOwned>(
+pub fn parse<P: DeserializeOwned + Serialize>(
     body: Option<&Value>,
     rules: &[Rule],
     defaults: &Value,
@@ -103,10 +103,35 @@ pub fn parse<P: DeserializeOwned>(
             }
         }
     }
-    P::deserialize(body).map_err(|e| ParamError::Malformed {
+    let malformed = |e: serde_json::Error| ParamError::Malformed {
         example: defaults.to_string(),
         detail: e.to_string(),
-    })
+    };
+    let params = P::deserialize(body).map_err(malformed)?;
+    // A field left out takes its default, but within this server's bounds: a default
+    // above a lower cap (a class box's --max-matmul-size 1024 against the 4096 default)
+    // becomes the cap, so leaving a field out is never refused. A field given out of
+    // bounds is still the learner's to fix (check_rules: 422).
+    let given = |field: &str| body.as_object().is_some_and(|f| f.contains_key(field));
+    let mut typed = serde_json::to_value(&params).unwrap_or_default();
+    let mut clamped = false;
+    for rule in rules {
+        if let Rule::Range {
+            field, min, max, ..
+        } = *rule
+            && !given(field)
+            && let Some(value) = typed.get_mut(field)
+            && let Some(n) = value.as_u64()
+            && !(min..=max).contains(&n)
+        {
+            *value = Value::from(n.clamp(min, max));
+            clamped = true;
+        }
+    }
+    if !clamped {
+        return Ok(params);
+    }
+    P::deserialize(typed).map_err(malformed)
 }
 
 /// Checks every numeric rule against typed parameters (422 with the first broken one).
@@ -173,6 +198,38 @@ mod tests {
         let p: P = parse(Some(&body), RULES, &json!({"size": 32}))?;
         check_rules(&p, RULES)?;
         Ok(p)
+    }
+
+    #[derive(Debug, Deserialize, Serialize, PartialEq)]
+    #[serde(default, deny_unknown_fields)]
+    struct Sized {
+        size: u64,
+        steps: u64,
+    }
+
+    impl Default for Sized {
+        fn default() -> Self {
+            Self {
+                size: 4096,
+                steps: 8,
+            }
+        }
+    }
+
+    #[test]
+    fn a_default_above_this_servers_cap_becomes_the_cap_and_a_given_value_does_not() {
+        let rules = &RULES[..1];
+        let defaults = json!({"size": 4096, "steps": 8});
+        let parsed = |body: Value| parse::<Sized>(Some(&body), rules, &defaults);
+        assert_eq!(parsed(json!({})).unwrap(), Sized { size: 64, steps: 8 });
+        assert_eq!(
+            parse::<Sized>(None, rules, &defaults).unwrap(),
+            Sized { size: 64, steps: 8 }
+        );
+        // Given, it is the learner's value: check_rules refuses it, naming the cap.
+        let given = parsed(json!({"size": 4096})).unwrap();
+        assert_eq!(given.size, 4096);
+        assert!(check_rules(&given, rules).is_err());
     }
 
     #[test]

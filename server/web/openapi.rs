@@ -131,6 +131,11 @@ fn apply_rules(schema: &mut Value, rules: &[Rule]) {
             Rule::Range { min, max, .. } => {
                 property.insert("minimum".into(), json!(min));
                 property.insert("maximum".into(), json!(max));
+                // A field left out takes its default within this server's bounds
+                // (experiments::params::parse), and the document says so.
+                if let Some(default) = property.get("default").and_then(Value::as_u64) {
+                    property.insert("default".into(), json!(default.clamp(*min, *max)));
+                }
             }
             Rule::OneOf { choices, .. } => {
                 if !property.contains_key("$ref") && !property.contains_key("enum") {
