@@ -20,7 +20,8 @@
 //!   ([`classroom::measurements`]); the learners' calibration and the class's view per
 //!   question ([`classroom::calibration`]); the gradebook's read model and table
 //!   ([`classroom::gradebook`]); a playground prediction scored and stored
-//!   ([`classroom::predictions`]); the learner's path through the course
+//!   ([`classroom::predictions`]); a quiz attempt graded and kept
+//!   ([`classroom::quizzes`]); the learner's path through the course
 //!   ([`classroom::learner_flow`]).
 //! - [`ratelimit`]: the per-student rates (a keyed `governor` limiter); experiments'
 //!   binds only while other students' experiments wait ([`db::fair_share`]).

@@ -124,24 +124,36 @@ async fn caps_and_bad_parameters_get_a_clear_4xx() {
 
 #[tokio::test]
 async fn a_missing_field_takes_its_default_and_an_unknown_one_is_named() {
-    // The default transfer (1 GiB) is above this server's cap: an answer naming the cap
-    // shows the default was taken, without running it.
+    // The default transfer (1 GiB) is above this server's cap: a body that leaves it
+    // out runs at the cap (a default is never refused); one that asks for it is refused.
     let app = spawn_tuned(|config| config.limits.max_transfer_bytes = 64 << 20).await;
     let transfer = format!("{}/api/experiments/transfer", app.base);
     for body in ["", "{}", " \n"] {
         let response = app.client.post(&transfer).body(body).send().await.unwrap();
-        assert_eq!(
-            response.status(),
-            StatusCode::UNPROCESSABLE_ENTITY,
-            "{body:?}"
-        );
-        let error: Value = response.json().await.unwrap();
-        let text = message(&error);
-        assert!(
-            text.contains("max_bytes") && text.contains("this server's cap"),
-            "{body:?}: {text}"
-        );
+        assert_eq!(response.status(), StatusCode::ACCEPTED, "{body:?}");
+        let id = response.json::<Value>().await.unwrap()["job_id"]
+            .as_u64()
+            .unwrap();
+        let job = wait_for(&app, id).await;
+        assert_eq!(job["status"], "done", "{body:?}: {job}");
+        let largest = job["result"]["points"]
+            .as_array()
+            .and_then(|points| points.iter().filter_map(|p| p["bytes"].as_u64()).max());
+        assert_eq!(largest, Some(64 << 20), "{body:?}: the default, capped");
     }
+    let response = post(
+        &app,
+        "/api/experiments/transfer",
+        json!({"max_bytes": 1u64 << 30}),
+    )
+    .await;
+    assert_eq!(response.status(), StatusCode::UNPROCESSABLE_ENTITY);
+    let error: Value = response.json().await.unwrap();
+    let text = message(&error);
+    assert!(
+        text.contains("max_bytes") && text.contains("this server's cap"),
+        "{text}"
+    );
     // A partial body: the fields given, every other its default.
     for (path, body) in [
         ("/api/experiments/transfer", json!({"max_bytes": 1 << 20})),

@@ -4,8 +4,9 @@
 //! [`measurements`] grades hardware-graded quiz questions against this class's own
 //! measurements (running the experiment when there is none); [`calibration`] sums up
 //! predict-then-measure per learner and per question; [`predictions`] scores and stores
-//! a playground prediction; [`gradebook`] is the gradebook's read model and the table the
-//! instructor sorts, filters and pages; [`learner_flow`] is the learner's way through the
+//! a playground prediction; [`quizzes`] grades a quiz attempt and keeps it;
+//! [`gradebook`] is the gradebook's read model and the table the instructor sorts,
+//! filters and pages; [`learner_flow`] is the learner's way through the
 //! course (the steps after a quiz, where "continue" leads, the device status line).
 //!
 //! It may use `db`, `engine`, `course`, `experiments` and `config`, and knows nothing of
@@ -19,6 +20,7 @@ pub mod gradebook;
 pub mod learner_flow;
 pub mod measurements;
 pub mod predictions;
+pub mod quizzes;
 pub mod round;
 
 use std::sync::Arc;

@@ -50,8 +50,9 @@ async fn quiz_state(
     Ok(QuizState::from_progress(best.as_ref()))
 }
 
-/// Grades `answers` and stores the attempt; returns only after the commit, with the
-/// student's state on the quiz including this attempt.
+/// Grades `answers` and stores the attempt (the class's domain:
+/// [`crate::classroom::quizzes`]) once the student is within the attempt rate; returns
+/// only after the commit, with the student's state on the quiz including this attempt.
 async fn grade_and_store(
     state: &AppState,
     student: &StudentId,
@@ -68,28 +69,9 @@ async fn grade_and_store(
             ),
         });
     }
-    // Hardware-graded questions: this server's own measurement is the key.
-    let mut measured = std::collections::HashMap::new();
-    for q in &quiz.questions {
-        if let Some(key) = &q.measured
-            && let Some(value) = state.classroom.measurements.value_for(key).await
-        {
-            measured.insert(q.id.clone(), value);
-        }
-    }
-    let graded = quiz.grade_with(&answers, &measured);
-    let (id, quiz_id, stored) = (student.0.clone(), quiz.id.clone(), graded.clone());
-    // The attempt and the state shown after it are one transaction: once the attempt
-    // has committed nothing else can fail, so a saved attempt is never answered with an
-    // error (nor an unsaved one with a success).
-    let best = state
-        .db
-        .run(move |tx| {
-            progress::record_attempt(tx, &id, &quiz_id, &stored)?;
-            Ok(progress::progress(tx, &id)?
-                .into_iter()
-                .find(|p| p.quiz_id == quiz_id))
-        })
+    let (graded, best) = state
+        .classroom
+        .grade_and_store(&student.0, quiz, answers)
         .await?;
     Ok((graded, QuizState::from_progress(best.as_ref())))
 }
