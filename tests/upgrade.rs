@@ -103,6 +103,22 @@ fn sqlite_tables(path: &Path) -> Tables {
     tables
 }
 
+/// A new attempt written after the upgrade gets the id after the fixture's three: the
+/// id sequence (SQLite's rowid, PostgreSQL's identity) survived the migration.
+fn assert_a_new_attempt_follows_the_old_ones(db: &Db, context: &str) {
+    let id: i64 = db
+        .run_blocking(|tx| {
+            tx.query_row(
+                "INSERT INTO attempts (student_id, quiz_id, correct, total, passed)
+                 VALUES ('0f1e2d3c4b5a69788796a5b4c3d2e1f0', 'why-gpus', 1, 1, 1) RETURNING id",
+                &[],
+            )?
+            .get(0)
+        })
+        .unwrap();
+    assert_eq!(id, 4, "{context}: a new attempt follows the old ones");
+}
+
 /// Every row `before` held reads back the same `after` (the columns added since aside).
 fn assert_every_row_kept(before: &Tables, after: &Tables, context: &str) {
     assert!(
@@ -146,17 +162,7 @@ fn every_shipped_sqlite_version_opens_migrates_keeps_every_row_and_leaves_a_back
         let db = Db::open(&path).unwrap_or_else(|e| panic!("{context}: {e}"));
         assert_eq!(user_version(&path), current, "{context}: migrated");
         assert_every_row_kept(&before, &sqlite_tables(&path), &context);
-        let id: i64 = db
-            .run_blocking(|tx| {
-                tx.query_row(
-                    "INSERT INTO attempts (student_id, quiz_id, correct, total, passed)
-                     VALUES ('0f1e2d3c4b5a69788796a5b4c3d2e1f0', 'why-gpus', 1, 1, 1) RETURNING id",
-                    &[],
-                )?
-                .get(0)
-            })
-            .unwrap();
-        assert_eq!(id, 4, "{context}: a new attempt follows the old ones");
+        assert_a_new_attempt_follows_the_old_ones(&db, &context);
         drop(db);
         let backups: Vec<PathBuf> = std::fs::read_dir(dir.path())
             .unwrap()
@@ -325,17 +331,7 @@ fn every_shipped_postgres_version_opens_migrates_and_keeps_every_row() {
             let db = Db::connect(&Location::Postgres(url.clone()), 2)
                 .unwrap_or_else(|e| panic!("{context}: {e}"));
             assert_every_row_kept(&before, &postgres_tables(&url), &context);
-            let id: i64 = db
-                .run_blocking(|tx| {
-                    tx.query_row(
-                        "INSERT INTO attempts (student_id, quiz_id, correct, total, passed)
-                         VALUES ('0f1e2d3c4b5a69788796a5b4c3d2e1f0', 'why-gpus', 1, 1, 1) RETURNING id",
-                        &[],
-                    )?
-                    .get(0)
-                })
-                .unwrap();
-            assert_eq!(id, 4, "{context}: the id sequence follows the old rows");
+            assert_a_new_attempt_follows_the_old_ones(&db, &context);
         }
     })
     .join()
