@@ -53,6 +53,19 @@ async fn db_copy_moves_a_sqlite_gradebook_into_postgres_checked() {
     assert_eq!(before["attempts"].as_array().unwrap().len(), 3);
     assert_eq!(before["predictions"].as_array().unwrap().len(), 1);
 
+    // A lab attempt and a learner's own GPU run, written as the server writes them: the
+    // copy must take them too (the loop below checks every table's count).
+    {
+        let sqlite = rusqlite::Connection::open(&file).unwrap();
+        sqlite
+            .execute_batch(
+                "INSERT INTO lab_attempts (student_id, lab, verdict, score, passed, backend, attempted_at)
+                   VALUES ('s1', 'feed-the-gpu', 'pass', 0.875, 1, 'cpu', '2026-11-28T09:00:00.000Z');
+                 INSERT INTO learner_gpu_runs (student_id, device, recorded_at_unix, imported_at, run)
+                   VALUES ('s1', 'Tesla T4', 1795000000, '2026-11-28T09:01:00.000Z', '{}');",
+            )
+            .unwrap();
+    }
     let out = copy(&file, &url);
     let printed = String::from_utf8_lossy(&out.stdout);
     assert!(
@@ -82,6 +95,9 @@ async fn db_copy_moves_a_sqlite_gradebook_into_postgres_checked() {
             .await
             .unwrap();
         assert_eq!(copied, n, "{table} in PostgreSQL");
+        if ["lab_attempts", "learner_gpu_runs"].contains(table) {
+            assert_eq!(n, 1, "{table}: the row written above");
+        }
     }
     assert!(
         printed.contains("sha256") && printed.contains("equal on both sides"),
