@@ -21,10 +21,15 @@ pub struct StoredRun {
 }
 
 /// What [`add`] did.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Added {
-    /// Stored.
-    Stored,
+    /// Stored, with the id and upload time the database gave it.
+    Stored {
+        /// Its id.
+        id: i64,
+        /// When it was uploaded (ISO-8601 text).
+        imported_at: String,
+    },
     /// The student already has this run (same device and date).
     Duplicate,
     /// The student already keeps `cap` runs.
@@ -51,18 +56,21 @@ pub fn add(
         return Ok(Added::Duplicate);
     }
     let now = now(tx);
-    let inserted = tx.execute(
+    let inserted = tx.query_opt(
         &format!(
             "INSERT INTO learner_gpu_runs (student_id, device, recorded_at_unix, imported_at, run)
              SELECT CAST(?1 AS TEXT), CAST(?2 AS TEXT), CAST(?3 AS BIGINT), {now}, CAST(?4 AS TEXT)
-             WHERE (SELECT COUNT(*) FROM learner_gpu_runs WHERE student_id = ?1) < ?5"
+             WHERE (SELECT COUNT(*) FROM learner_gpu_runs WHERE student_id = ?1) < ?5
+             RETURNING id, imported_at"
         ),
         params![student, device, at, file_json, cap],
     )?;
-    Ok(if inserted == 1 {
-        Added::Stored
-    } else {
-        Added::Full
+    Ok(match inserted {
+        Some(row) => Added::Stored {
+            id: row.get(0)?,
+            imported_at: row.get(1)?,
+        },
+        None => Added::Full,
     })
 }
 
@@ -113,13 +121,20 @@ mod tests {
                 db.run_blocking(move |tx| add(tx, student, "Tesla T4", at, "{\"n\":1}", 2))
                     .unwrap()
             };
-            assert_eq!(add_run("ada", 1_790_000_000), Added::Stored);
+            let stored = |added: Added| match added {
+                Added::Stored { id, imported_at } => (id, imported_at),
+                other => panic!("{engine}: not stored: {other:?}"),
+            };
+            let first_added = stored(add_run("ada", 1_790_000_000));
             assert_eq!(add_run("ada", 1_790_000_000), Added::Duplicate);
-            assert_eq!(add_run("ada", 1_790_000_001), Added::Stored);
+            let second_added = stored(add_run("ada", 1_790_000_001));
             assert_eq!(add_run("ada", 1_790_000_002), Added::Full);
-            assert_eq!(add_run("bob", 1_790_000_000), Added::Stored);
+            stored(add_run("bob", 1_790_000_000));
             let ada = db.run_blocking(|tx| list(tx, "ada")).unwrap();
             assert_eq!(ada.len(), 2);
+            // What add returned is what the list reads back.
+            assert_eq!(first_added, (ada[0].id, ada[0].imported_at.clone()));
+            assert_eq!(second_added, (ada[1].id, ada[1].imported_at.clone()));
             assert!(ada[0].id < ada[1].id && ada[0].file_json == "{\"n\":1}");
             assert!(ada[0].imported_at.contains('T'), "{}", ada[0].imported_at);
             let (first, bobs) = (
@@ -128,7 +143,7 @@ mod tests {
             );
             assert!(!db.run_blocking(move |tx| remove(tx, "ada", bobs)).unwrap());
             assert!(db.run_blocking(move |tx| remove(tx, "ada", first)).unwrap());
-            assert_eq!(add_run("ada", 1_790_000_002), Added::Stored);
+            stored(add_run("ada", 1_790_000_002));
             db.run_blocking(|tx| remove_all(tx, "ada")).unwrap();
             assert!(db.run_blocking(|tx| list(tx, "ada")).unwrap().is_empty());
             assert_eq!(db.run_blocking(|tx| list(tx, "bob")).unwrap().len(), 1);

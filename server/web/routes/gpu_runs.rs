@@ -87,22 +87,25 @@ pub async fn upload(
     let (device, at) = (run.device.clone(), run.recorded_at_unix);
     let json = serde_json::to_string(&file)
         .map_err(|e| AppError::Invalid(format!("the run cannot be stored: {e}")))?;
-    let (added, runs) = state
+    let added = state
         .db
         .run(move |tx| {
-            let added = stored::add(
+            stored::add(
                 tx,
                 &student.0,
                 &device,
                 at,
                 &json,
                 Limits::LEARNER_RUNS_PER_STUDENT,
-            )?;
-            Ok((added, stored::list(tx, &student.0)?))
+            )
         })
         .await?;
-    match added {
-        Added::Stored => {}
+    let newest = match added {
+        Added::Stored { id, imported_at } => LearnerRun {
+            id,
+            imported_at,
+            file,
+        },
         Added::Duplicate => {
             return Err(AppError::Conflict(
                 "this run (same GPU, same time) is already among your runs".into(),
@@ -116,14 +119,7 @@ pub async fn upload(
             ))
             .into());
         }
-    }
-    let newest = runs
-        .into_iter()
-        .filter_map(LearnerRun::of)
-        .max_by_key(|r| r.id)
-        .ok_or_else(|| {
-            AppError::Unavailable("the run was stored but cannot be read back".into())
-        })?;
+    };
     Ok((StatusCode::CREATED, Json(newest)))
 }
 
