@@ -190,8 +190,9 @@ pub fn renew(tx: &mut Tx, id: u64, name: &str, lease: Duration) -> Result<bool, 
 }
 
 /// Records how `job` ended — its result, its run in the history, its scored prediction
-/// and, for a class round's job, the round's reveal (or failure) — in this one transaction, if worker `name` still holds it; false (and
-/// nothing written) when it does not (its lease expired and the job went back).
+/// and, for a class round's job, the round's reveal (or failure) — in this one
+/// transaction, if worker `name` still holds it; false (and nothing written) when it
+/// does not (its lease expired and the job went back).
 pub fn complete(
     tx: &mut Tx,
     job: &Claimed,
