@@ -131,29 +131,26 @@ pub(super) fn parse_serve_help(help: &str) -> ServeEnv {
 /// Environment variables the server reads directly (`std::env::var("GPULAB_…")`) rather
 /// than through a `serve` flag, e.g. GPULAB_CUDA_INCLUDE for NVRTC's headers.
 pub(super) fn variables_read_by_the_server() -> BTreeSet<String> {
-    let mut names = BTreeSet::new();
-    for file in files_under(&repo_path("server")) {
-        if file.extension().is_some_and(|e| e == "rs") {
-            let text = std::fs::read_to_string(file).unwrap();
-            for (at, _) in text.match_indices("env::var(\"GPULAB_") {
-                let rest = &text[at + "env::var(\"".len()..];
-                names.insert(rest[..rest.find('"').unwrap()].to_string());
-            }
-        }
-    }
-    names
+    names_read("server", "rs", "env::var(\"")
 }
 
 /// Environment variables the image's own test scripts read (`${GPULAB_…`), e.g.
 /// GPULAB_IMAGE_BIN in tests/image/build.sh: the guide may name them for whoever builds
 /// the image by hand, but only as the scripts really read them.
 pub(super) fn variables_read_by_the_image_scripts() -> BTreeSet<String> {
+    names_read("tests/image", "sh", "${")
+}
+
+/// Every `GPULAB_…` name written right after `read` (the reading call or expansion) in
+/// the `.extension` files under `dir`.
+fn names_read(dir: &str, extension: &str, read: &str) -> BTreeSet<String> {
+    let marker = format!("{read}GPULAB_");
     let mut names = BTreeSet::new();
-    for file in files_under(&repo_path("tests/image")) {
-        if file.extension().is_some_and(|e| e == "sh") {
+    for file in files_under(&repo_path(dir)) {
+        if file.extension().is_some_and(|e| e == extension) {
             let text = std::fs::read_to_string(file).unwrap();
-            for (at, _) in text.match_indices("${GPULAB_") {
-                let name: String = text[at + 2..]
+            for (at, _) in text.match_indices(&marker) {
+                let name: String = text[at + read.len()..]
                     .chars()
                     .take_while(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || *c == '_')
                     .collect();
